@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the real peers the tests run against, so `make test` passes on a fresh
+# machine that has only Go and Debian's archive. Idempotent: each step is skipped when
+# its result is already there, and built peers are cached in bin/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_pkgs=()
+command -v prometheus >/dev/null 2>&1 || apt_pkgs+=(prometheus)
+command -v podman >/dev/null 2>&1 || apt_pkgs+=(podman)
+command -v runc >/dev/null 2>&1 || apt_pkgs+=(runc)
+if ((${#apt_pkgs[@]})); then
+	if [ "$(id -u)" != 0 ]; then
+		echo "test-deps: need ${apt_pkgs[*]} from Debian; run: sudo apt-get install -y ${apt_pkgs[*]}" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# The prometheus package starts a system service on :9090; the tests run their
+	# own server on a free loopback port instead, so policy-rc.d keeps it from starting.
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+	apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" ca-certificates
+	rm -f /usr/sbin/policy-rc.d
+fi
+
+# etcd and kube-apiserver for the deploy/ and k8s_attributes tests (built once, ~10 min cold).
+if [ -x hack/kube-peers.sh ]; then
+	hack/kube-peers.sh
+fi

@@ -1,0 +1,300 @@
+// Package e2e runs the built otelcol-relay binary as a subprocess and talks to it
+// over real sockets. It is shared by the end-to-end tests in test/e2e and by the
+// benchmarks in bench/, so both exercise exactly what users run.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BinaryEnv names the environment variable that points the tests at a built
+// binary. `make test` sets it after `make build`, so the binary is built once per
+// test run and shared by every test package.
+const BinaryEnv = "OTELCOL_RELAY_BIN"
+
+// readyLine is what the collector logs once every pipeline has started.
+const readyLine = "Everything is ready. Begin running and processing data."
+
+// RepoRoot returns the repository root (the directory that holds go.mod).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// EnsureBinary returns the path of the collector binary. When BinaryEnv is unset
+// (a plain `go test ./test/e2e`), it runs `make build` once, which reuses the Go
+// build cache, and points BinaryEnv at the result for the rest of the process.
+// Call it from TestMain.
+func EnsureBinary() (string, error) {
+	if p := os.Getenv(BinaryEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%q: %w", BinaryEnv, p, err)
+		}
+		return p, nil
+	}
+	root := RepoRoot()
+	cmd := exec.Command("make", "-C", root, "build")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("make build: %w", err)
+	}
+	p := filepath.Join(root, "bin", "otelcol-relay")
+	return p, os.Setenv(BinaryEnv, p)
+}
+
+// Binary returns the binary EnsureBinary settled on.
+func Binary(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv(BinaryEnv)
+	if p == "" {
+		t.Fatalf("%s is not set: call e2e.EnsureBinary from TestMain", BinaryEnv)
+	}
+	return p
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// FreeAddr returns "127.0.0.1:<free port>".
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+}
+
+// syncBuffer is an io.Writer that several goroutines may write while tests read.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Options changes how a collector is started.
+type Options struct {
+	// Env is added to the test process's environment.
+	Env []string
+	// Args replaces the default arguments (--config <file>).
+	Args []string
+	// NoWait returns as soon as the process has started instead of waiting for
+	// the "Everything is ready" log line.
+	NoWait bool
+	// ReadyTimeout bounds the wait for readiness; 60s when zero.
+	ReadyTimeout time.Duration
+	// Dir is the working directory; a fresh temp dir when empty.
+	Dir string
+}
+
+// Collector is a running otelcol-relay process.
+type Collector struct {
+	t          testing.TB
+	cmd        *exec.Cmd
+	out        *syncBuffer
+	ConfigPath string
+	done       chan struct{}
+	exitErr    error
+}
+
+// WriteConfig writes a config file into a fresh temp dir and returns its path.
+func WriteConfig(t testing.TB, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Start runs the binary with config and waits until it reports ready. The process
+// is stopped with SIGTERM when the test ends; its output is logged if the test
+// failed.
+func Start(t testing.TB, config string, opts Options) *Collector {
+	t.Helper()
+	c := &Collector{t: t, out: &syncBuffer{}, done: make(chan struct{})}
+	args := opts.Args
+	if args == nil {
+		c.ConfigPath = WriteConfig(t, config)
+		args = []string{"--config", c.ConfigPath}
+	}
+	c.cmd = exec.Command(Binary(t), args...)
+	c.cmd.Env = append(os.Environ(), opts.Env...)
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	c.cmd.Dir = opts.Dir
+	if c.cmd.Dir == "" {
+		c.cmd.Dir = t.TempDir()
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start collector: %v", err)
+	}
+	go func() {
+		c.exitErr = c.cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		if c.Running() {
+			_, _ = c.Stop(30 * time.Second)
+		}
+		if t.Failed() {
+			t.Logf("collector output (pid %d):\n%s", c.cmd.Process.Pid, c.Output())
+		}
+	})
+	if !opts.NoWait {
+		timeout := opts.ReadyTimeout
+		if timeout == 0 {
+			timeout = 60 * time.Second
+		}
+		if err := c.WaitForOutput(readyLine, timeout); err != nil {
+			t.Fatalf("collector did not become ready: %v\n%s", err, c.Output())
+		}
+	}
+	return c
+}
+
+// PID is the process id.
+func (c *Collector) PID() int { return c.cmd.Process.Pid }
+
+// Output is everything the process wrote to stdout and stderr so far.
+func (c *Collector) Output() string { return c.out.String() }
+
+// Running reports whether the process has not exited yet.
+func (c *Collector) Running() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// WaitForOutput waits until the output contains s, or the process exits.
+func (c *Collector) WaitForOutput(s string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if strings.Contains(c.Output(), s) {
+			return nil
+		}
+		select {
+		case <-c.done:
+			if strings.Contains(c.Output(), s) {
+				return nil
+			}
+			return fmt.Errorf("process exited (%v) before printing %q", c.exitErr, s)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("no %q in output after %s", s, timeout)
+}
+
+// Signal sends sig to the process.
+func (c *Collector) Signal(sig os.Signal) error { return c.cmd.Process.Signal(sig) }
+
+// Wait waits for the process to exit and returns its exit code.
+func (c *Collector) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-c.done:
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("process %d still running after %s", c.PID(), timeout)
+	}
+	var ee *exec.ExitError
+	if errors.As(c.exitErr, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if c.exitErr != nil {
+		return -1, c.exitErr
+	}
+	return 0, nil
+}
+
+// Stop sends SIGTERM and waits for the exit code; it kills the process if it
+// has not exited within timeout.
+func (c *Collector) Stop(timeout time.Duration) (int, error) {
+	if !c.Running() {
+		return c.Wait(0)
+	}
+	_ = c.Signal(syscall.SIGTERM)
+	code, err := c.Wait(timeout)
+	if err != nil {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	return code, err
+}
+
+// Kill sends SIGKILL and waits for the process to go.
+func (c *Collector) Kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
+// Run runs the binary to completion with args and returns its combined output and
+// exit code. For subcommands such as `validate` and `components`.
+func Run(t testing.TB, timeout time.Duration, env []string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	default:
+		t.Fatalf("run %v: %v\n%s", args, err, out)
+		return "", -1
+	}
+}
+
+// WaitHTTP polls url until it answers want, or fails the test after timeout.
+func WaitHTTP(t testing.TB, url string, want int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == want {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s did not answer %d within %s: last %s", url, want, timeout, last)
+}
