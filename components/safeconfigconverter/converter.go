@@ -1,0 +1,312 @@
+// Package safeconfigconverter is the confmap converter of otelcol-relay that turns
+// structural exporter mistakes into startup errors. It runs after every --config
+// file has been merged and expanded, so it sees the configuration the collector is
+// about to run:
+//
+//   - TLS material (tls::ca_file, cert_file, ...) or a certwatch middleware on a
+//     plaintext (http://, tls::insecure) endpoint, where it would be silently ignored;
+//   - a plaintext endpoint on an exporter whose name does not say so
+//     (otlp_http/plaintext-<name> is the explicit opt-in);
+//   - an exporter naming a certwatch/<name> that is not configured, or not enabled in
+//     service::extensions; a certwatch instance no exporter uses; certwatch not the
+//     last middleware of an otlp_http exporter;
+//   - two backends whose headers read the same environment variable (recorded as
+//     written by components/safeconfigprovider under its HeaderEnvKey);
+//   - a backend exporter that no pipeline uses (what a second --config merged without
+//     confmap.enableMergeAppendOption silently does to the first backend).
+//
+// Errors name the exporter and the field.
+package safeconfigconverter // import "github.com/otelcol-relay/otelcol-relay/components/safeconfigconverter"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
+)
+
+// PlaintextPrefix starts the name of an exporter that is allowed to send in
+// plaintext: otlp_grpc/plaintext-mesh. The choice is then visible in the config, the
+// pipelines, every log line and every metric of that exporter.
+const PlaintextPrefix = "plaintext"
+
+const certwatchType = "certwatch"
+
+// backendTypes are the exporter types whose endpoints and credentials are checked
+// (with the deprecated aliases, which still work upstream).
+var backendTypes = map[string]string{
+	"otlp_grpc": "grpc", "otlp": "grpc",
+	"otlp_http": "http", "otlphttp": "http",
+}
+
+// httpEndpointKeys are the endpoint fields of an otlp_http exporter.
+var httpEndpointKeys = []string{"endpoint", "logs_endpoint", "metrics_endpoint", "traces_endpoint", "profiles_endpoint"}
+
+// tlsMaterialKeys are tls:: fields that only mean something on a TLS connection.
+var tlsMaterialKeys = []string{"ca_file", "ca_pem", "cert_file", "cert_pem", "key_file", "key_pem", "include_system_ca_certs_pool", "server_name_override"}
+
+type converter struct{}
+
+// NewFactory returns the factory of the safety converter.
+func NewFactory() confmap.ConverterFactory {
+	return confmap.NewConverterFactory(func(confmap.ConverterSettings) confmap.Converter { return converter{} })
+}
+
+func (converter) Convert(_ context.Context, conf *confmap.Conf) error {
+	var envs map[string]any
+	if conf.IsSet(safeconfigprovider.HeaderEnvKey) {
+		envs, _ = conf.Get(safeconfigprovider.HeaderEnvKey).(map[string]any)
+		// The record has done its job; the collector itself must never see it.
+		conf.Delete(safeconfigprovider.HeaderEnvKey)
+	}
+	if errs := Check(conf.ToStringMap(), envs); len(errs) > 0 {
+		return fmt.Errorf("safeconfig: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Check returns one error per rule violation in an expanded config. headerEnvs is
+// safeconfigprovider's record (exporter id -> header -> env names), or nil.
+func Check(cfg map[string]any, headerEnvs map[string]any) []error {
+	exporters := asMap(cfg["exporters"])
+	extensions := asMap(cfg["extensions"])
+	service := asMap(cfg["service"])
+	enabled := map[string]bool{}
+	for _, id := range asList(service["extensions"]) {
+		if s, ok := id.(string); ok {
+			enabled[s] = true
+		}
+	}
+
+	var errs []error
+	usedCertwatch := map[string]bool{}
+	for _, id := range sortedKeys(exporters) {
+		typ, name := splitID(id)
+		proto, ok := backendTypes[typ]
+		if !ok {
+			continue
+		}
+		exp := asMap(exporters[id])
+		errs = append(errs, checkTransport(id, name, proto, exp)...)
+		mws := asList(exp["middlewares"])
+		for i, mw := range mws {
+			mwID, _ := asMap(mw)["id"].(string)
+			if t, _ := splitID(mwID); t != certwatchType {
+				continue
+			}
+			usedCertwatch[mwID] = true
+			switch {
+			case !hasKey(extensions, mwID):
+				errs = append(errs, fmt.Errorf("exporters::%s: middlewares[%d]::id %q names a certwatch instance that is not configured under extensions", id, i, mwID))
+			case !enabled[mwID]:
+				errs = append(errs, fmt.Errorf("exporters::%s: middlewares[%d]::id %q is configured but not listed in service::extensions, so it never starts", id, i, mwID))
+			}
+			if proto == "http" && i != len(mws)-1 {
+				errs = append(errs, fmt.Errorf("exporters::%s: middlewares[%d]::id %q must be the last middleware of an otlp_http exporter: only the last one receives the *http.Transport it configures", id, i, mwID))
+			}
+			errs = append(errs, checkPinnedFiles(id, exp, mwID, asMap(extensions[mwID]))...)
+		}
+	}
+	for _, id := range sortedKeys(extensions) {
+		if t, _ := splitID(id); t == certwatchType && !usedCertwatch[id] {
+			errs = append(errs, fmt.Errorf("extensions::%s: no exporter uses it (no exporter lists {id: %s} in middlewares): a misspelt middleware id would otherwise leave its exporter without the intended certificates", id, id))
+		}
+	}
+	errs = append(errs, checkEnvCollisions(exporters, headerEnvs)...)
+	errs = append(errs, checkUnusedBackends(exporters, asMap(service["pipelines"]))...)
+	return errs
+}
+
+// checkTransport enforces "TLS always on unless the name says otherwise".
+func checkTransport(id, name, proto string, exp map[string]any) []error {
+	tlsCfg := asMap(exp["tls"])
+	keys := []string{"endpoint"}
+	if proto == "http" {
+		keys = httpEndpointKeys
+	}
+	var plain []string // fields that make this exporter plaintext
+	for _, k := range keys {
+		ep, _ := exp[k].(string)
+		if ep == "" {
+			continue
+		}
+		switch scheme := endpointScheme(ep); {
+		case scheme == "http":
+			plain = append(plain, fmt.Sprintf("%s %q", k, redact(ep)))
+		case scheme == "https":
+		case proto == "grpc" && scheme == "": // host:port; TLS unless tls::insecure
+		default:
+			return []error{fmt.Errorf("exporters::%s: %s %q must start with https:// (or http:// on an exporter named %s/%s-...)", id, k, redact(ep), typeOf(id), PlaintextPrefix)}
+		}
+	}
+	if b, _ := tlsCfg["insecure"].(bool); b {
+		plain = append(plain, "tls::insecure true")
+	}
+	optIn := strings.HasPrefix(name, PlaintextPrefix)
+	var errs []error
+	switch {
+	case len(plain) > 0:
+		what := strings.Join(plain, ", ")
+		for _, k := range tlsMaterialKeys {
+			if v, ok := tlsCfg[k]; ok && !isZero(v) {
+				errs = append(errs, fmt.Errorf("exporters::%s: tls::%s is set but the connection is plaintext (%s), so it would be silently ignored: use an https:// endpoint", id, k, what))
+			}
+		}
+		for i, mw := range asList(exp["middlewares"]) {
+			if mwID, _ := asMap(mw)["id"].(string); strings.HasPrefix(mwID, certwatchType) {
+				errs = append(errs, fmt.Errorf("exporters::%s: middlewares[%d]::id %q supplies TLS certificates but the connection is plaintext (%s), so they would be silently ignored: use an https:// endpoint", id, i, mwID, what))
+			}
+		}
+		if !optIn {
+			errs = append(errs, fmt.Errorf("exporters::%s: plaintext connection (%s): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter %s/%s-<name>", id, what, typeOf(id), PlaintextPrefix))
+		}
+	case optIn:
+		errs = append(errs, fmt.Errorf("exporters::%s: the name says %q but the connection uses TLS: rename it so the name does not mislead", id, PlaintextPrefix))
+	}
+	return errs
+}
+
+// checkPinnedFiles rejects an exporter tls block that points at the files its
+// certwatch instance rotates: the exporter reads them once at start and would keep
+// presenting (or trusting) the old certificate.
+func checkPinnedFiles(id string, exp map[string]any, mwID string, cw map[string]any) []error {
+	tlsCfg := asMap(exp["tls"])
+	var errs []error
+	for _, k := range []string{"ca_file", "cert_file", "key_file"} {
+		mine, _ := tlsCfg[k].(string)
+		theirs, _ := cw[k].(string)
+		if mine != "" && mine == theirs {
+			errs = append(errs, fmt.Errorf("exporters::%s: tls::%s %q is the file %s rotates; the tls block is read once at start and would pin the old certificate: remove tls::%s and leave it to %s", id, k, mine, mwID, k, mwID))
+		}
+	}
+	return errs
+}
+
+// checkEnvCollisions rejects two backends that read a header from the same
+// variable: one Secret's credential would go to both, typically after a
+// copy-pasted fragment. Exporters of one backend (otlp_grpc/x and otlp_http/x)
+// may share.
+func checkEnvCollisions(exporters, headerEnvs map[string]any) []error {
+	type use struct{ id, header string }
+	users := map[string][]use{}
+	for _, id := range sortedKeys(headerEnvs) {
+		if !hasKey(exporters, id) { // overridden away by a later file
+			continue
+		}
+		hs := asMap(headerEnvs[id])
+		for _, h := range sortedKeys(hs) {
+			s, _ := hs[h].(string)
+			for _, env := range strings.Fields(s) {
+				users[env] = append(users[env], use{id, h})
+			}
+		}
+	}
+	var errs []error
+	for _, env := range sortedKeys(toAny(users)) {
+		us := users[env]
+		backends := map[string]bool{}
+		var where []string
+		for _, u := range us {
+			_, name := splitID(u.id)
+			backends[name] = true
+			where = append(where, fmt.Sprintf("exporters::%s: headers::%s", u.id, u.header))
+		}
+		if len(backends) > 1 {
+			errs = append(errs, fmt.Errorf("environment variable %s is read by more than one backend (%s): each backend needs its own Secret-backed variable, named OTEL_EXPORTER_<NAME>_<HEADER>", env, strings.Join(where, "; ")))
+		}
+	}
+	return errs
+}
+
+// checkUnusedBackends rejects a backend exporter that no pipeline sends to. Merging
+// a backend fragment with a second --config replaces list values such as
+// service::pipelines::logs::exporters unless the confmap.enableMergeAppendOption
+// feature gate is on; this turns that silent loss of a backend into an error.
+func checkUnusedBackends(exporters, pipelines map[string]any) []error {
+	used := map[string]bool{}
+	for _, p := range pipelines {
+		for _, e := range asList(asMap(p)["exporters"]) {
+			if s, ok := e.(string); ok {
+				used[s] = true
+			}
+		}
+	}
+	var errs []error
+	for _, id := range sortedKeys(exporters) {
+		if t, _ := splitID(id); backendTypes[t] != "" && !used[id] {
+			errs = append(errs, fmt.Errorf("exporters::%s: no pipeline in service::pipelines sends to it; if it was added with a second --config, run with --feature-gates=confmap.enableMergeAppendOption so that pipeline exporter lists are appended, not replaced", id))
+		}
+	}
+	return errs
+}
+
+func endpointScheme(ep string) string {
+	if i := strings.Index(ep, "://"); i > 0 {
+		return strings.ToLower(ep[:i])
+	}
+	return ""
+}
+
+// redact drops any user:password from an endpoint before it goes in an error.
+func redact(ep string) string {
+	u, err := url.Parse(ep)
+	if err != nil || u.User == nil {
+		return ep
+	}
+	u.User = url.User("REDACTED")
+	return u.String()
+}
+
+func splitID(id string) (typ, name string) {
+	typ, name, _ = strings.Cut(id, "/")
+	return typ, name
+}
+
+func typeOf(id string) string { t, _ := splitID(id); return t }
+
+func isZero(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case string:
+		return t == ""
+	case bool:
+		return !t
+	}
+	return false
+}
+
+func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func toAny[V any](m map[string]V) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,251 @@
+package safeconfigconverter
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/featuregate"
+
+	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
+)
+
+const mergeAppendGate = "confmap.enableMergeAppendOption"
+
+// resolve runs the collector's real resolver over files, with the safe file
+// provider, the env provider and this converter, as otelcol-relay wires them.
+func resolve(t *testing.T, files ...string) (*confmap.Conf, error) {
+	t.Helper()
+	dir := t.TempDir()
+	var uris []string
+	for i, content := range files {
+		p := filepath.Join(dir, string(rune('a'+i))+".yaml")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, "file:"+p)
+	}
+	r, err := confmap.NewResolver(confmap.ResolverSettings{
+		URIs:               uris,
+		ProviderFactories:  []confmap.ProviderFactory{safeconfigprovider.NewFactory(), envprovider.NewFactory()},
+		ConverterFactories: []confmap.ConverterFactory{NewFactory()},
+		DefaultScheme:      "env",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
+	return r.Resolve(context.Background())
+}
+
+func withMergeAppend(t *testing.T) {
+	t.Helper()
+	if err := featuregate.GlobalRegistry().Set(mergeAppendGate, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = featuregate.GlobalRegistry().Set(mergeAppendGate, false) })
+}
+
+// base is a valid single-backend gateway in miniature.
+const base = `
+extensions:
+  certwatch/default:
+    ca_file: /certs/default/ca.crt
+    cert_file: /certs/default/tls.crt
+    key_file: /certs/default/tls.key
+exporters:
+  otlp_http/default:
+    endpoint: https://default.example:4318
+    headers:
+      Authorization: ${env:OTEL_EXPORTER_DEFAULT_AUTHORIZATION}
+    middlewares: [{id: certwatch/default}]
+service:
+  extensions: [certwatch/default]
+  pipelines:
+    logs:
+      receivers: [otlp]
+      exporters: [otlp_http/default]
+`
+
+// fragment adds backend b the way config/backends/*.yaml does.
+func fragment(envName string) string {
+	return `
+extensions:
+  certwatch/b:
+    ca_file: /certs/b/ca.crt
+exporters:
+  otlp_grpc/b:
+    endpoint: b.example:4317
+    headers:
+      X-API-Key: ${env:` + envName + `}
+    middlewares: [{id: certwatch/b}]
+service:
+  extensions: [certwatch/b]
+  pipelines:
+    logs:
+      exporters: [otlp_grpc/b]
+`
+}
+
+func TestValidConfigsPass(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
+	t.Setenv("OTEL_EXPORTER_B_X_API_KEY", "y")
+	conf, err := resolve(t, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf.IsSet(safeconfigprovider.HeaderEnvKey) {
+		t.Fatalf("%s left in the config", safeconfigprovider.HeaderEnvKey)
+	}
+
+	withMergeAppend(t)
+	conf, err = resolve(t, base, fragment("OTEL_EXPORTER_B_X_API_KEY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := conf.Get("service::pipelines::logs::exporters")
+	if want := []any{"otlp_http/default", "otlp_grpc/b"}; !equal(got, want) {
+		t.Fatalf("merged exporters %v, want %v", got, want)
+	}
+}
+
+func TestRules(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
+	for _, tc := range []struct {
+		name     string
+		old, new string // replaced in base
+		want     string
+	}{
+		{"ca on http endpoint", "https://default.example:4318\n", "http://default.example:4318\n    tls:\n      ca_file: /certs/ca.crt\n",
+			`exporters::otlp_http/default: tls::ca_file is set but the connection is plaintext (endpoint "http://default.example:4318"), so it would be silently ignored`},
+		{"client cert on http endpoint", "https://default.example:4318\n", "http://default.example:4318\n    tls:\n      cert_file: /c.crt\n      key_file: /c.key\n",
+			`exporters::otlp_http/default: tls::cert_file is set but the connection is plaintext`},
+		{"certwatch on http endpoint", "https://default.example:4318", "http://default.example:4318",
+			`exporters::otlp_http/default: middlewares[0]::id "certwatch/default" supplies TLS certificates but the connection is plaintext`},
+		{"plaintext without opt-in", "https://default.example:4318", "http://default.example:4318",
+			`exporters::otlp_http/default: plaintext connection (endpoint "http://default.example:4318"): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter otlp_http/plaintext-<name>`},
+		{"signal endpoint plaintext", "https://default.example:4318\n", "https://default.example:4318\n    logs_endpoint: http://other:4318/v1/logs\n",
+			`exporters::otlp_http/default: plaintext connection (logs_endpoint "http://other:4318/v1/logs")`},
+		{"no scheme on http", "https://default.example:4318", "default.example:4318",
+			`exporters::otlp_http/default: endpoint "default.example:4318" must start with https://`},
+		{"credentials not echoed", "https://default.example:4318", "http://user:pw@default.example:4318",
+			`endpoint "http://REDACTED@default.example:4318"`},
+		{"missing certwatch", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/defualt}]",
+			`exporters::otlp_http/default: middlewares[0]::id "certwatch/defualt" names a certwatch instance that is not configured under extensions`},
+		{"unused certwatch", "middlewares: [{id: certwatch/default}]", "middlewares: []",
+			`extensions::certwatch/default: no exporter uses it`},
+		{"certwatch not started", "extensions: [certwatch/default]", "extensions: []",
+			`exporters::otlp_http/default: middlewares[0]::id "certwatch/default" is configured but not listed in service::extensions`},
+		{"certwatch not last", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}, {id: other}]",
+			`exporters::otlp_http/default: middlewares[0]::id "certwatch/default" must be the last middleware`},
+		{"tls pins certwatch files", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}]\n    tls:\n      cert_file: /certs/default/tls.crt",
+			`exporters::otlp_http/default: tls::cert_file "/certs/default/tls.crt" is the file certwatch/default rotates`},
+		{"unused backend", "exporters: [otlp_http/default]", "exporters: [debug]",
+			`exporters::otlp_http/default: no pipeline in service::pipelines sends to it`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(base, tc.old) {
+				t.Fatalf("base has no %q", tc.old)
+			}
+			_, err := resolve(t, strings.Replace(base, tc.old, tc.new, 1))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "pw@") {
+				t.Fatalf("error echoes endpoint credentials: %v", err)
+			}
+		})
+	}
+}
+
+func TestPlaintextOptIn(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
+	plain := `
+exporters:
+  otlp_grpc/plaintext-mesh:
+    endpoint: otel-sidecar.mesh.svc:4317
+    tls:
+      insecure: true
+service:
+  pipelines:
+    logs:
+      receivers: [otlp]
+      exporters: [otlp_grpc/plaintext-mesh]
+`
+	if _, err := resolve(t, plain); err != nil {
+		t.Fatalf("named plaintext exporter rejected: %v", err)
+	}
+	_, err := resolve(t, strings.ReplaceAll(plain, "plaintext-mesh", "mesh"))
+	if want := "exporters::otlp_grpc/mesh: plaintext connection (tls::insecure true)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	tlsNamedPlain := strings.Replace(plain, "    tls:\n      insecure: true\n", "", 1)
+	_, err = resolve(t, tlsNamedPlain)
+	if want := `exporters::otlp_grpc/plaintext-mesh: the name says "plaintext" but the connection uses TLS`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}
+
+func TestEnvCollisionAcrossFiles(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
+	withMergeAppend(t)
+	// The fragment was copied from the default backend and still reads its Secret.
+	_, err := resolve(t, base, fragment("OTEL_EXPORTER_DEFAULT_AUTHORIZATION"))
+	want := "environment variable OTEL_EXPORTER_DEFAULT_AUTHORIZATION is read by more than one backend (exporters::otlp_grpc/b: headers::X-API-Key; exporters::otlp_http/default: headers::Authorization)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\nwant %q", err, want)
+	}
+	if strings.Contains(err.Error(), "Bearer x") {
+		t.Fatalf("error leaks the value: %v", err)
+	}
+}
+
+func TestOneBackendTwoProtocolsMayShare(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
+	withMergeAppend(t)
+	second := `
+exporters:
+  otlp_grpc/default:
+    endpoint: default.example:4317
+    headers:
+      Authorization: ${env:OTEL_EXPORTER_DEFAULT_AUTHORIZATION}
+    middlewares: [{id: certwatch/default}]
+service:
+  pipelines:
+    metrics:
+      receivers: [otlp]
+      exporters: [otlp_grpc/default]
+`
+	if _, err := resolve(t, base, second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without the merge-append gate a fragment's exporter list replaces the base's, and
+// the default backend would silently receive nothing.
+func TestFragmentWithoutMergeAppendIsAnError(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
+	t.Setenv("OTEL_EXPORTER_B_X_API_KEY", "y")
+	_, err := resolve(t, base, fragment("OTEL_EXPORTER_B_X_API_KEY"))
+	want := "exporters::otlp_http/default: no pipeline in service::pipelines sends to it; if it was added with a second --config, run with --feature-gates=confmap.enableMergeAppendOption"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\nwant %q", err, want)
+	}
+}
+
+func equal(got any, want []any) bool {
+	l, ok := got.([]any)
+	if !ok || len(l) != len(want) {
+		return false
+	}
+	for i := range l {
+		if l[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,74 @@
+package safeconfigprovider // import "github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
+
+import "strings"
+
+// ref is one ${...} reference found in a raw config string.
+type ref struct {
+	scheme string // "env" (also for ${NAME}, the default scheme), "file", or another scheme
+	name   string // variable name or file path
+	// def is the literal default of ${env:NAME:-default}; hasDef tells "" from absent.
+	def    string
+	hasDef bool
+}
+
+// scan splits a raw config string into its ${...} references and the literal text
+// around them. "$$" is the confmap escape for a literal "$", so "$${env:X}" is text,
+// not a reference.
+func scan(s string) (refs []ref, literal string) {
+	var lit strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			lit.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			lit.WriteByte('$')
+			i++
+			continue
+		case '{':
+		default:
+			lit.WriteByte(s[i])
+			continue
+		}
+		end := closingBrace(s, i+2)
+		if end < 0 { // unterminated: confmap leaves it as text
+			lit.WriteString(s[i:])
+			break
+		}
+		refs = append(refs, parseRef(s[i+2:end]))
+		i = end
+	}
+	return refs, lit.String()
+}
+
+// closingBrace returns the index of the "}" that closes a "${" whose body starts at
+// from, allowing nested references in defaults (${env:A:-${env:B}}).
+func closingBrace(s string, from int) int {
+	depth := 1
+	for j := from; j < len(s); j++ {
+		switch {
+		case s[j] == '$' && j+1 < len(s) && s[j+1] == '{':
+			depth++
+			j++
+		case s[j] == '}':
+			depth--
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+func parseRef(body string) ref {
+	scheme, rest, ok := strings.Cut(body, ":")
+	if !ok { // ${NAME}: the collector's default scheme is env
+		return ref{scheme: "env", name: body}
+	}
+	r := ref{scheme: scheme, name: rest}
+	if scheme == "env" {
+		r.name, r.def, r.hasDef = strings.Cut(rest, ":-")
+	}
+	return r
+}
