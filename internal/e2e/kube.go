@@ -1,0 +1,459 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// KubePeersCommand is what builds the control-plane binaries the Kube tests need.
+const KubePeersCommand = "hack/kube-peers.sh"
+
+// Kubectl is the kubectl the tests drive (the machine's own).
+const Kubectl = "kubectl"
+
+// Kube is a real control plane for one test: etcd and kube-apiserver on loopback
+// with RBAC on, a static token for an admin (system:masters) and a ServiceAccount
+// signing key so TokenRequest works. No controller-manager or scheduler runs:
+// objects stay exactly as the test writes them.
+type Kube struct {
+	// Server is the API server URL, https://127.0.0.1:<port>.
+	Server string
+	// Host and Port are the API server's address, as KUBERNETES_SERVICE_HOST and
+	// KUBERNETES_SERVICE_PORT give them to a pod.
+	Host, Port string
+	// CAFile holds the PEM CA that signed the API server's serving certificate.
+	CAFile string
+	// Kubeconfig is a kubeconfig file for the admin user.
+	Kubeconfig string
+	// Client is a clientset for the admin user.
+	Client *kubernetes.Clientset
+	// CA can issue more certificates (a sink's, a kubelet's) from the same root.
+	CA *CA
+
+	dir string
+}
+
+// PeerBinary returns bin/<name> in the repository, failing the test with the
+// command that builds it when it is missing.
+func PeerBinary(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(RepoRoot(), "bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing (%v): build the Kubernetes test peers with `%s` (or `make test`, which runs it); it builds etcd and kube-apiserver from the Go module proxy into bin/", p, err, KubePeersCommand)
+	}
+	return p
+}
+
+// StartKube starts etcd and kube-apiserver and returns once the API server is
+// ready. Both stop when the test ends.
+func StartKube(t testing.TB) *Kube {
+	t.Helper()
+	etcdBin := PeerBinary(t, "etcd")
+	apiBin := PeerBinary(t, "kube-apiserver")
+	if _, err := exec.LookPath(Kubectl); err != nil {
+		t.Fatalf("kubectl is not on PATH: %v", err)
+	}
+	dir := t.TempDir()
+	k := &Kube{dir: dir, Host: "127.0.0.1"}
+
+	etcdClient := FreePort(t)
+	etcdPeer := FreePort(t)
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	startProcess(t, "etcd", etcdBin,
+		"--name=default",
+		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL,
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	)
+	if !waitFor(60*time.Second, func() bool {
+		resp, err := http.Get(etcdURL + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("etcd at %s not healthy after 60s", etcdURL)
+	}
+
+	k.CA = NewCA(t, "otelcol-relay e2e kube CA")
+	k.CAFile = filepath.Join(dir, "ca.crt")
+	writeFile(t, k.CAFile, k.CA.CertPEM)
+	serving := k.CA.Issue(t, "kube-apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, []net.IP{net.ParseIP("127.0.0.1")})
+	servingCert, servingKey := filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
+	writeFile(t, servingCert, serving.CertPEM)
+	writeFile(t, servingKey, serving.KeyPEM)
+
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saDER, err := x509.MarshalECPrivateKey(saKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saKeyFile := filepath.Join(dir, "sa.key")
+	writeFile(t, saKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saDER}))
+
+	token := randomToken(t)
+	tokenFile := filepath.Join(dir, "tokens.csv")
+	writeFile(t, tokenFile, []byte(token+`,e2e-admin,e2e-admin,"system:masters"`+"\n"))
+
+	port := FreePort(t)
+	k.Port = strconv.Itoa(port)
+	k.Server = "https://127.0.0.1:" + k.Port
+	startProcess(t, "kube-apiserver", apiBin,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+k.Port,
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--tls-cert-file="+servingCert,
+		"--tls-private-key-file="+servingKey,
+		"--token-auth-file="+tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer="+k.Server,
+		"--service-account-key-file="+saKeyFile,
+		"--service-account-signing-key-file="+saKeyFile,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// No controller-manager creates the "default" ServiceAccount, so the
+		// admission plugin that requires it would refuse every pod.
+		"--disable-admission-plugins=ServiceAccount",
+		"--allow-privileged=true",
+		"--v=0",
+	)
+
+	cfg := &rest.Config{
+		Host:            k.Server,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: k.CA.CertPEM},
+		QPS:             100,
+		Burst:           200,
+	}
+	k.Client, err = kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	if !waitFor(120*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		body, err := k.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			last = err.Error() + " " + string(body)
+			return false
+		}
+		return true
+	}) {
+		t.Fatalf("kube-apiserver at %s not ready after 120s: %s", k.Server, last)
+	}
+
+	k.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	writeFile(t, k.Kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: e2e-admin
+  user:
+    token: %s
+contexts:
+- name: e2e
+  context:
+    cluster: e2e
+    user: e2e-admin
+current-context: e2e
+`, k.Server, base64.StdEncoding.EncodeToString(k.CA.CertPEM), token)))
+	return k
+}
+
+// Kubectl runs kubectl against this API server and returns its combined output.
+func (k *Kube) Kubectl(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Kubectl, append([]string{"--kubeconfig", k.Kubeconfig}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// MustKubectl is Kubectl that fails the test on a non-zero exit.
+func (k *Kube) MustKubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := k.Kubectl(t, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// ServiceAccountToken issues a token for a ServiceAccount through the TokenRequest
+// API, the way the kubelet does for a pod's projected token.
+func (k *Kube) ServiceAccountToken(t testing.TB, namespace, name string) string {
+	t.Helper()
+	exp := int64(3600)
+	tr, err := k.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for serviceaccount %s/%s: %v", namespace, name, err)
+	}
+	return tr.Status.Token
+}
+
+// InCluster makes collectors that e2e.Start launches from now on see what a pod
+// sees: the ServiceAccount token and the cluster CA at
+// /var/run/secrets/kubernetes.io/serviceaccount, and KUBERNETES_SERVICE_HOST/PORT
+// naming this API server. So `auth_type: serviceAccount` runs unchanged, with the
+// real RBAC of that ServiceAccount.
+//
+// Components read those files from a fixed path, so each collector runs in a
+// private mount namespace (unshare, as root) with a tmpfs over /run holding them;
+// the host's /run is untouched. It returns the environment to pass in
+// Options.Env; the binary is swapped for a wrapper for the rest of the test.
+func (k *Kube) InCluster(t *testing.T, token string) []string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("running a collector with an in-cluster ServiceAccount needs root (a private mount namespace over /run); uid is %d", os.Geteuid())
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Fatalf("unshare (util-linux) is needed to give the collector a ServiceAccount mount: %v", err)
+	}
+	sa := t.TempDir()
+	writeFile(t, filepath.Join(sa, "token"), []byte(token))
+	writeFile(t, filepath.Join(sa, "ca.crt"), k.CA.CertPEM)
+	writeFile(t, filepath.Join(sa, "namespace"), []byte("otelcol-relay"))
+
+	bin := Binary(t)
+	wrapper := filepath.Join(t.TempDir(), "otelcol-relay-incluster")
+	script := `#!/bin/sh
+# Runs the collector in a private mount namespace where the ServiceAccount files of
+# $E2E_SA_DIR sit where a pod has them. exec keeps one PID for signals.
+exec unshare --mount --propagation private -- /bin/sh -c '
+set -e
+mount -t tmpfs e2e-run /run
+mkdir -p /run/secrets/kubernetes.io/serviceaccount
+cp "$E2E_SA_DIR"/token "$E2E_SA_DIR"/ca.crt "$E2E_SA_DIR"/namespace /run/secrets/kubernetes.io/serviceaccount/
+exec "$0" "$@"' ` + shellQuote(bin) + ` "$@"
+`
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(BinaryEnv, wrapper)
+	return []string{
+		"E2E_SA_DIR=" + sa,
+		"KUBERNETES_SERVICE_HOST=" + k.Host,
+		"KUBERNETES_SERVICE_PORT=" + k.Port,
+	}
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// FreeLoopbackIP returns an address in 127.0.0.0/8 other than 127.0.0.1 on which
+// every given port can be bound right now. A test uses it as a pod or node IP, so a
+// config with fixed ports (4317, 10250, ...) runs unchanged beside other tests.
+func FreeLoopbackIP(t testing.TB, ports ...int) string {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		n, err := rand.Int(rand.Reader, big.NewInt(250))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := rand.Int(rand.Reader, big.NewInt(250))
+		ip := fmt.Sprintf("127.%d.%d.%d", 10+m.Int64(), 1+n.Int64(), 2+n.Int64()%200)
+		ok := true
+		for _, p := range ports {
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p)))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return ip
+		}
+	}
+	t.Fatalf("no loopback address with ports %v free", ports)
+	return ""
+}
+
+func startProcess(t testing.TB, name, bin string, args ...string) {
+	t.Helper()
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			s := out.String()
+			if len(s) > 8000 {
+				s = "..." + s[len(s)-8000:]
+			}
+			t.Logf("%s output:\n%s", name, s)
+		}
+	})
+}
+
+func writeFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func randomToken(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// CA is a throwaway certificate authority for tests.
+type CA struct {
+	CertPEM []byte
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
+}
+
+// KeyPair is a certificate and its key, PEM-encoded.
+type KeyPair struct {
+	CertPEM, KeyPEM []byte
+}
+
+// TLSCertificate parses the pair for a tls.Config.
+func (kp KeyPair) TLSCertificate(t testing.TB) tls.Certificate {
+	t.Helper()
+	c, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// NewCA makes a self-signed CA.
+func NewCA(t testing.TB, cn string) *CA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(t),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &CA{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), cert: cert, key: key}
+}
+
+// Issue signs a server and client certificate for the names and IPs.
+func (ca *CA) Issue(t testing.TB, cn string, dns []string, ips []net.IP) KeyPair {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: cn},
+		DNSNames:     dns,
+		IPAddresses:  ips,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return KeyPair{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+}
+
+// SelfSigned makes a certificate from a CA of its own that nobody trusts, which is
+// what verifying an AKS kubelet's self-signed certificate amounts to.
+func SelfSigned(t testing.TB, cn string, ips []net.IP) KeyPair {
+	t.Helper()
+	ca := NewCA(t, cn)
+	return ca.Issue(t, cn, nil, ips)
+}
+
+func serial(t testing.TB) *big.Int {
+	t.Helper()
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
