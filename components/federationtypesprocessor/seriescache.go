@@ -1,0 +1,129 @@
+package federationtypesprocessor
+
+import (
+	"container/list"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// seriesKey identifies one cumulative series: resource, scope, metric name and
+// point attributes, hashed to 128 bits so the cache holds no strings.
+type seriesKey [2]uint64
+
+// seriesEntry is what start times and reset detection need about a series.
+type seriesEntry struct {
+	key    seriesKey
+	start  pcommon.Timestamp
+	lastTS pcommon.Timestamp
+	last   float64 // counter value, or a histogram's/summary's count
+	seen   time.Time
+}
+
+// seriesCache is an LRU with a TTL. Least recently seen is at the back, so both
+// expiry and eviction only ever look at the back: the cost is proportional to
+// what is removed, never to the size of the cache. Not safe for concurrent use.
+type seriesCache struct {
+	max     int
+	ttl     time.Duration
+	entries map[seriesKey]*list.Element
+	order   *list.List
+	evicted int64 // forgotten because the cache was full
+	expired int64 // forgotten because they went stale
+}
+
+func newSeriesCache(maxSeries int, ttl time.Duration) *seriesCache {
+	return &seriesCache{
+		max:     maxSeries,
+		ttl:     ttl,
+		entries: make(map[seriesKey]*list.Element),
+		order:   list.New(),
+	}
+}
+
+func (c *seriesCache) len() int { return len(c.entries) }
+
+// observe records a sample of a cumulative series and returns its start time.
+//
+// A series seen for the first time starts at its own timestamp: the processor
+// cannot know when the target's counter really started, and claiming an earlier
+// time would invent a rate. A value lower than the previous one is a reset, so
+// the series starts again just after the previous sample. Federation returns the
+// latest sample each time it is scraped, so the same timestamp arriving twice is
+// normal and changes nothing; older timestamps (out of order) change nothing
+// either.
+func (c *seriesCache) observe(key seriesKey, ts pcommon.Timestamp, value float64, now time.Time) pcommon.Timestamp {
+	if el, ok := c.entries[key]; ok {
+		e := el.Value.(*seriesEntry)
+		c.order.MoveToFront(el)
+		e.seen = now
+		if ts > e.lastTS {
+			if value < e.last {
+				e.start = resetStart(e.lastTS, ts)
+			}
+			e.lastTS, e.last = ts, value
+		}
+		if e.start > ts {
+			return ts
+		}
+		return e.start
+	}
+	for len(c.entries) >= c.max {
+		c.removeBack()
+		c.evicted++
+	}
+	e := &seriesEntry{key: key, start: ts, lastTS: ts, last: value, seen: now}
+	c.entries[key] = c.order.PushFront(e)
+	return ts
+}
+
+// startOf returns the start time of a known series without recording a sample,
+// for staleness markers, which carry no value.
+func (c *seriesCache) startOf(key seriesKey) (pcommon.Timestamp, bool) {
+	el, ok := c.entries[key]
+	if !ok {
+		return 0, false
+	}
+	return el.Value.(*seriesEntry).start, true
+}
+
+// forget drops a series, for example after its staleness marker: if it comes
+// back, it is a new series with a new start.
+func (c *seriesCache) forget(key seriesKey) {
+	if el, ok := c.entries[key]; ok {
+		c.order.Remove(el)
+		delete(c.entries, key)
+	}
+}
+
+// expire forgets series not seen since now-ttl.
+func (c *seriesCache) expire(now time.Time) {
+	cutoff := now.Add(-c.ttl)
+	for el := c.order.Back(); el != nil; el = c.order.Back() {
+		if !el.Value.(*seriesEntry).seen.Before(cutoff) {
+			return
+		}
+		c.removeBack()
+		c.expired++
+	}
+}
+
+func (c *seriesCache) removeBack() {
+	el := c.order.Back()
+	if el == nil {
+		return
+	}
+	c.order.Remove(el)
+	delete(c.entries, el.Value.(*seriesEntry).key)
+}
+
+// resetStart picks the start of a series that reset between prev and cur: one
+// millisecond (Prometheus's resolution) after the previous sample, so the new
+// interval never overlaps the old one, and never later than cur.
+func resetStart(prev, cur pcommon.Timestamp) pcommon.Timestamp {
+	s := prev + pcommon.Timestamp(time.Millisecond)
+	if s > cur {
+		return cur
+	}
+	return s
+}
