@@ -8,8 +8,9 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
+	safeconfigconverter "github.com/otelcol-relay/otelcol-relay/components/safeconfigconverter"
 	strictenvprovider "github.com/otelcol-relay/otelcol-relay/components/strictenvprovider"
-	fileprovider "go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	safeconfigprovider "github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
 	yamlprovider "go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/otelcol"
 )
@@ -28,17 +29,21 @@ func main() {
 			ResolverSettings: confmap.ResolverSettings{
 				ProviderFactories: []confmap.ProviderFactory{
 					strictenvprovider.NewFactory(),
-					fileprovider.NewFactory(),
+					safeconfigprovider.NewFactory(),
 					yamlprovider.NewFactory(),
+				},
+				ConverterFactories: []confmap.ConverterFactory{
+					safeconfigconverter.NewFactory(),
 				},
 			},
 		},
 		ProviderModules: map[string]string{
 			strictenvprovider.NewFactory().Create(confmap.ProviderSettings{}).Scheme(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
-			fileprovider.NewFactory().Create(confmap.ProviderSettings{}).Scheme(): "go.opentelemetry.io/collector/confmap/provider/fileprovider v1.71.0",
+			safeconfigprovider.NewFactory().Create(confmap.ProviderSettings{}).Scheme(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 			yamlprovider.NewFactory().Create(confmap.ProviderSettings{}).Scheme(): "go.opentelemetry.io/collector/confmap/provider/yamlprovider v1.71.0",
 		},
 		ConverterModules: []string{
+			"github.com/otelcol-relay/otelcol-relay v0.1.0",
 		},
 	}
 
