@@ -1,0 +1,189 @@
+package certwatchextension
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/grpc"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+)
+
+// waitTimeout is generous: the tests share two slow cores with other builds.
+const waitTimeout = 20 * time.Second
+
+// fixture is one exporter identity on disk: a CA bundle that trusts the server,
+// and a client certificate the server requires.
+type fixture struct {
+	dir      string
+	serverCA *testcerts.CA
+	clientCA *testcerts.CA
+	client   *testcerts.KeyPair
+	cfg      *Config
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{dir: t.TempDir(), serverCA: testcerts.NewCA(t, "server-ca-1"), clientCA: testcerts.NewCA(t, "client-ca")}
+	f.client = f.clientCA.Client(t, testcerts.Options{CommonName: "relay-1"})
+	f.cfg = createDefaultConfig()
+	f.cfg.CAFile = filepath.Join(f.dir, "ca.crt")
+	f.cfg.CertFile = filepath.Join(f.dir, "tls.crt")
+	f.cfg.KeyFile = filepath.Join(f.dir, "tls.key")
+	// Long enough that the tests that check the file watch cannot pass
+	// through the poll by accident.
+	f.cfg.PollInterval = time.Hour
+	return f
+}
+
+func (f *fixture) files(ca []byte, kp *testcerts.KeyPair) map[string][]byte {
+	return map[string][]byte{"ca.crt": ca, "tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM}
+}
+
+// writePlain writes the files in place, the way a person or a config tool would.
+func (f *fixture) writePlain(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	for _, name := range []string{"ca.crt", "tls.crt", "tls.key"} {
+		if b, ok := files[name]; ok {
+			testcerts.WriteFile(t, filepath.Join(f.dir, name), b)
+		}
+	}
+}
+
+// started is a certwatch under test with its telemetry and logs.
+type started struct {
+	*certwatch
+	tel  *componenttest.Telemetry
+	logs *observer.ObservedLogs
+}
+
+func newExt(t *testing.T, cfg *Config) *started {
+	t.Helper()
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tt.Shutdown(context.Background()) })
+	core, logs := observer.New(zap.DebugLevel)
+	set := extensiontest.NewNopSettings(component.MustNewType(typeStr))
+	set.TelemetrySettings = tt.NewTelemetrySettings()
+	set.Logger = zap.New(core)
+	e := newCertwatch(set, cfg)
+	e.debounce = 50 * time.Millisecond
+	return &started{certwatch: e, tel: tt, logs: logs}
+}
+
+func startExt(t *testing.T, cfg *Config) *started {
+	t.Helper()
+	s := newExt(t, cfg)
+	require.NoError(t, s.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, s.Shutdown(context.Background())) })
+	return s
+}
+
+// clientSerial is the serial of the client certificate in use.
+func (s *started) clientSerial() string {
+	for _, c := range s.current().certs {
+		if c.role == "client" {
+			return c.serial
+		}
+	}
+	return ""
+}
+
+func (s *started) waitClientSerial(t *testing.T, want string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.clientSerial() == want }, waitTimeout, 10*time.Millisecond,
+		"client certificate in use is %s, want %s", s.clientSerial(), want)
+}
+
+// reloads is the value of the reload counter for result.
+func (s *started) reloads(t *testing.T, result string) int64 {
+	t.Helper()
+	m, err := s.tel.GetMetric(metricReloads)
+	require.NoError(t, err)
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		if v, ok := dp.Attributes.Value(attrResult); ok && v.AsString() == result {
+			return dp.Value
+		}
+	}
+	return 0
+}
+
+func (s *started) waitReloads(t *testing.T, result string, want int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.reloads(t, result) >= want }, waitTimeout, 10*time.Millisecond,
+		"reloads{result=%s} = %d, want %d", result, s.reloads(t, result), want)
+}
+
+// httpClient is an HTTP client whose transport certwatch configured, as
+// confighttp does for an exporter with middlewares: [certwatch].
+func (s *started) httpClient(t *testing.T) (*http.Client, *http.Transport) {
+	t.Helper()
+	wrap, err := s.GetHTTPRoundTripper(context.Background())
+	require.NoError(t, err)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	rt, err := wrap(context.Background(), tr)
+	require.NoError(t, err)
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: rt, Timeout: 10 * time.Second}, tr
+}
+
+// grpcConn is a gRPC connection with the exporter's usual insecure-by-default
+// credentials first and certwatch's options after them, as configgrpc orders them.
+func (s *started) grpcConn(t *testing.T, addr string, first ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	opts, err := s.GetGRPCClientOptions(context.Background())
+	require.NoError(t, err)
+	cc, err := grpc.NewClient(addr, append(first, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+// postLogs sends one small OTLP/HTTP logs request.
+func postLogs(c *http.Client, addr string) error {
+	body, ct, _, err := e2e.EncodeLogs(e2e.FluentBitLogs(1, 0), e2e.Encoding{})
+	if err != nil {
+		return err
+	}
+	resp, err := c.Post("https://"+addr+"/v1/logs", ct, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &statusError{resp.Status}
+	}
+	return nil
+}
+
+type statusError struct{ status string }
+
+func (e *statusError) Error() string { return "HTTP " + e.status }
+
+// lastPeerSerial is the client certificate serial of the last request the sink got.
+func lastPeerSerial(s *e2e.Sink) string {
+	reqs := s.Requests()
+	if len(reqs) == 0 {
+		return ""
+	}
+	return reqs[len(reqs)-1].PeerCertSerial
+}
+
+func removeAll(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		require.NoError(t, os.Remove(p))
+	}
+}
