@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	// Exporters compress with gzip by default; a real backend accepts it.
+	_ "google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -46,6 +48,10 @@ type SinkOptions struct {
 	// TLS makes both listeners serve TLS; set ClientAuth to require client
 	// certificates.
 	TLS *tls.Config
+	// GRPCServerOptions are added to the gRPC server's options, e.g.
+	// keepalive.ServerParameters{MaxConnectionAge: ...} so that clients
+	// reconnect (and handshake again) regularly, as behind many real backends.
+	GRPCServerOptions []grpc.ServerOption
 }
 
 // Sink is an OTLP server (gRPC and HTTP) that keeps everything it is sent. It is
@@ -90,6 +96,7 @@ func NewSink(t testing.TB, opts SinkOptions) *Sink {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.serverTLS())))
 		hl = tls.NewListener(hl, s.serverTLS())
 	}
+	gopts = append(gopts, opts.GRPCServerOptions...)
 	s.grpcSrv = grpc.NewServer(gopts...)
 	plogotlp.RegisterGRPCServer(s.grpcSrv, &grpcLogs{s: s})
 	pmetricotlp.RegisterGRPCServer(s.grpcSrv, &grpcMetrics{s: s})
