@@ -25,19 +25,32 @@ import (
 // write, a delete-then-recreate) as one change, short enough not to matter.
 const defaultDebounce = 200 * time.Millisecond
 
+// retireWindow is how long after a reload HTTP requests close their connection
+// once their response is read. Closing idle connections alone would miss those
+// busy at the reload: they return to the pool afterwards and would keep the old
+// identity for as long as traffic keeps them alive. Any connection made before
+// the reload is either idle at its end (and closed then) or served a request
+// during it (and closed after that request), so none survives it, and no request
+// is cut off. The cost is a handshake per request during the window.
+const retireWindow = 5 * time.Second
+
 // certwatch serves the current TLS material to the exporters that reference it.
 //
 // Only handshakes read the material (one atomic load); requests on an
 // established connection never touch the extension.
 type certwatch struct {
-	cfg        *Config
-	id         component.ID
-	logger     *zap.Logger
-	settings   component.TelemetrySettings
-	minVersion uint16
-	debounce   time.Duration
+	cfg          *Config
+	id           component.ID
+	logger       *zap.Logger
+	settings     component.TelemetrySettings
+	minVersion   uint16
+	debounce     time.Duration
+	retireWindow time.Duration
 	// watchFS can be turned off by tests to prove the poll alone suffices.
 	watchFS bool
+
+	// retiring is set for retireWindow after a reload (see retireWindow).
+	retiring atomic.Bool
 
 	cur      atomic.Pointer[material]
 	loadedNs atomic.Int64
@@ -64,14 +77,15 @@ var (
 
 func newCertwatch(set extension.Settings, cfg *Config) *certwatch {
 	return &certwatch{
-		cfg:        cfg,
-		id:         set.ID,
-		logger:     set.Logger,
-		settings:   set.TelemetrySettings,
-		minVersion: tlsVersions[cfg.MinVersion],
-		debounce:   defaultDebounce,
-		watchFS:    true,
-		conns:      map[*grpc.ClientConn]struct{}{},
+		cfg:          cfg,
+		id:           set.ID,
+		logger:       set.Logger,
+		settings:     set.TelemetrySettings,
+		minVersion:   tlsVersions[cfg.MinVersion],
+		debounce:     defaultDebounce,
+		watchFS:      true,
+		retireWindow: retireWindow,
+		conns:        map[*grpc.ClientConn]struct{}{},
 	}
 }
 
@@ -125,8 +139,9 @@ func (e *certwatch) Shutdown(context.Context) error {
 }
 
 // check reads the files and, when their content changed, validates and swaps
-// in the new material. It runs on the watcher goroutine only.
-func (e *certwatch) check(ctx context.Context) {
+// in the new material; it reports whether it did. It runs on the watcher
+// goroutine only.
+func (e *certwatch) check(ctx context.Context) bool {
 	fc, hash, err := readFiles(e.cfg)
 	if err != nil {
 		// A missing file is usually the middle of a delete-then-recreate;
@@ -135,13 +150,13 @@ func (e *certwatch) check(ctx context.Context) {
 		hash = sha256.Sum256([]byte(err.Error()))
 	}
 	if hash == e.lastSeen {
-		return
+		return false
 	}
 	e.lastSeen = hash
 	cur := e.current()
 	if err == nil && cur != nil && hash == cur.hash {
 		e.logger.Info("TLS material is back to the version in use")
-		return
+		return false
 	}
 	var m *material
 	if err == nil {
@@ -150,29 +165,47 @@ func (e *certwatch) check(ctx context.Context) {
 	e.tel.reloaded(ctx, err)
 	if err != nil {
 		e.logger.Error("Rejected new TLS material; the last good material stays in use", zap.Error(err))
-		return
+		return false
 	}
 	e.cur.Store(m)
 	e.loadedNs.Store(time.Now().UnixNano())
 	e.logger.Info("Reloaded TLS material", e.materialFields(m)...)
+	e.retiring.Store(true)
 	e.afterSwap()
+	return true
+}
+
+// endRetire ends the retire window: what is idle now was made before or during
+// it, and is closed.
+func (e *certwatch) endRetire() {
+	e.retiring.Store(false)
+	e.closeIdleHTTP()
+}
+
+func (e *certwatch) closeIdleHTTP() {
+	e.mu.Lock()
+	transports := append([]*http.Transport(nil), e.transports...)
+	e.mu.Unlock()
+	for _, t := range transports {
+		t.CloseIdleConnections()
+	}
 }
 
 // afterSwap makes the next handshakes happen soon: idle HTTP connections are
-// closed (busy ones finish their request first), and gRPC connections that are
-// backing off after failed handshakes (a server whose CA we did not trust yet)
-// retry at once instead of after up to two minutes.
+// closed (busy ones are retired after their request, see retireWindow), and
+// gRPC connections that are backing off after failed handshakes (a server whose
+// CA we did not trust yet) retry at once instead of after up to two minutes.
+// Established gRPC connections keep the identity they were made with until the
+// server or the network ends them: grpc-go cannot retire a connection without
+// failing the calls in flight on it.
 func (e *certwatch) afterSwap() {
+	e.closeIdleHTTP()
 	e.mu.Lock()
-	transports := append([]*http.Transport(nil), e.transports...)
 	conns := make([]*grpc.ClientConn, 0, len(e.conns))
 	for cc := range e.conns {
 		conns = append(conns, cc)
 	}
 	e.mu.Unlock()
-	for _, t := range transports {
-		t.CloseIdleConnections()
-	}
 	for _, cc := range conns {
 		cc.ResetConnectBackoff()
 	}
@@ -261,9 +294,27 @@ func (e *certwatch) GetHTTPRoundTripper(context.Context) (extensionmiddleware.Wr
 			return nil, fmt.Errorf("%s must be the last entry of the exporter's middlewares: it configures the TLS of the exporter's *http.Transport, but was given a %T", e.id, rt)
 		}
 		e.install(t)
-		return t, nil
+		return &retiringTransport{e: e, t: t}, nil
 	}, nil
 }
+
+// retiringTransport asks net/http to close each connection after its request
+// while a reload's retire window is open; otherwise it adds one atomic load.
+type retiringTransport struct {
+	e *certwatch
+	t *http.Transport
+}
+
+func (r *retiringTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.e.retiring.Load() && !req.Close {
+		req = req.Clone(req.Context())
+		req.Close = true
+	}
+	return r.t.RoundTrip(req)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the transport.
+func (r *retiringTransport) CloseIdleConnections() { r.t.CloseIdleConnections() }
 
 // install makes every TLS handshake of t use the current material.
 //

@@ -80,6 +80,7 @@ func newExt(t *testing.T, cfg *Config) *started {
 	set.Logger = zap.New(core)
 	e := newCertwatch(set, cfg)
 	e.debounce = 50 * time.Millisecond
+	e.retireWindow = 300 * time.Millisecond
 	return &started{certwatch: e, tel: tt, logs: logs}
 }
 

@@ -92,6 +92,15 @@ func (w *watcher) run(ctx context.Context) {
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	defer debounce.Stop()
+	retire := time.NewTimer(time.Hour)
+	retire.Stop()
+	defer retire.Stop()
+	check := func() {
+		if w.e.check(ctx) {
+			retire.Reset(w.e.retireWindow)
+		}
+		w.syncDirs()
+	}
 
 	for {
 		select {
@@ -113,11 +122,11 @@ func (w *watcher) run(ctx context.Context) {
 			}
 			w.e.logger.Warn("File watch error; poll_interval still applies", zap.Error(err))
 		case <-debounce.C:
-			w.e.check(ctx)
-			w.syncDirs()
+			check()
 		case <-poll.C:
-			w.e.check(ctx)
-			w.syncDirs()
+			check()
+		case <-retire.C:
+			w.e.endRetire()
 		}
 	}
 }
