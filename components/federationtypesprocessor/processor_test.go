@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -388,4 +389,43 @@ func TestThroughFactory(t *testing.T) {
 		t.Fatalf("%d batches reached the next consumer", len(got))
 	}
 	mustMetric(t, got[0], "demo_requests_total", pmetric.MetricTypeSum)
+}
+
+// Batches from several receivers and the background refresh run at once; run
+// with -race. Shutdown must stop the refresh goroutine.
+func TestConcurrentBatchesAndRefresh(t *testing.T) {
+	srv := newMetadataServer(t, demoMetadata)
+	p := newTestProcessor(t, srv.URL, func(c *Config) { c.RefreshInterval = time.Second })
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	done := make(chan struct{})
+	for w := range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; time.Now().Before(deadline); i++ {
+				s := newScrape(t0.Add(time.Duration(i) * time.Second))
+				s.add("demo_requests_total", float64(i), "worker", strconv.Itoa(w))
+				s.histogram("demo_request_duration_seconds", []string{"+Inf"}, []float64{float64(i)}, 1, float64(i))
+				if _, err := p.processMetrics(context.Background(), s.md); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	<-done
+	<-done
+	srv.mu.Lock()
+	hits := srv.hits
+	srv.mu.Unlock()
+	if hits < 2 {
+		t.Errorf("metadata read %d times in 2.5s with refresh_interval 1s, want the start read plus refreshes", hits)
+	}
+	if err := p.shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	default:
+		t.Error("refresh goroutine still running after shutdown")
+	}
 }
