@@ -101,7 +101,7 @@ receivers:
 processors:
   memory_limiter: {check_interval: 1s, limit_percentage: 80, spike_limit_percentage: 20}
 exporters:
-  otlp_grpc:
+  otlp_grpc/plaintext-sink:
     endpoint: %q
     tls: {insecure: true}
     sending_queue: {batch: {flush_timeout: 200ms}}
@@ -109,7 +109,7 @@ service:
   extensions: [health_check]
   telemetry: {metrics: {level: none}}
   pipelines:
-    logs: {receivers: [otlp], processors: [memory_limiter], exporters: [otlp_grpc]}
+    logs: {receivers: [otlp], processors: [memory_limiter], exporters: [otlp_grpc/plaintext-sink]}
 `, healthAddr, httpAddr, sink.GRPCAddr)
 	if err := os.WriteFile(dir+"/config.yaml", []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -149,6 +149,11 @@ service:
 	}
 	if got := e.inspect(t, name, "{{.HostConfig.ReadonlyRootfs}}"); got != "true" {
 		t.Errorf("read-only root: %s", got)
+	}
+	// memory_limiter's percentages read the cgroup: 80% and 20% of 512 MiB.
+	logs := e.output(t, "logs", name)
+	if !strings.Contains(logs, `"limit_mib": 409, "spike_limit_mib": 102`) {
+		t.Errorf("memory_limiter did not size itself from the 512 MiB cgroup (want 409/102 MiB):\n%s", logs)
 	}
 }
 
