@@ -93,7 +93,8 @@ func TestComponentsListsEveryComponent(t *testing.T) {
 		"otlp", "prometheus", "kubelet_stats",
 		"memory_limiter", "batch", "k8s_attributes",
 		"otlp_grpc", "otlp_http", "debug",
-		"health_check", "file_storage", "pprof",
+		"health_check", "file_storage", "pprof", "certwatch",
+		"federation_types", "groupbyattrs",
 	} {
 		if !regexp.MustCompile(`(?m)^\s*- name: ` + regexp.QuoteMeta(name) + `\s*$`).MatchString(out) {
 			t.Errorf("components does not list %q", name)
