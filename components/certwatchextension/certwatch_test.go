@@ -454,6 +454,8 @@ func TestTelemetry(t *testing.T) {
 		require.NoError(t, err)
 		got := map[string]int64{}
 		for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+			ext, _ := dp.Attributes.Value(attrExtension)
+			assert.Equal(t, e.id.String(), ext.AsString())
 			role, _ := dp.Attributes.Value(attrRole)
 			serial, _ := dp.Attributes.Value(attrSer)
 			got[role.AsString()+"/"+serial.AsString()] = dp.Value

@@ -35,7 +35,7 @@ type fixture struct {
 	cfg      *Config
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), serverCA: testcerts.NewCA(t, "server-ca-1"), clientCA: testcerts.NewCA(t, "client-ca")}
 	f.client = f.clientCA.Client(t, testcerts.Options{CommonName: "relay-1"})
@@ -70,7 +70,7 @@ type started struct {
 	logs *observer.ObservedLogs
 }
 
-func newExt(t *testing.T, cfg *Config) *started {
+func newExt(t testing.TB, cfg *Config) *started {
 	t.Helper()
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { _ = tt.Shutdown(context.Background()) })
@@ -84,7 +84,7 @@ func newExt(t *testing.T, cfg *Config) *started {
 	return &started{certwatch: e, tel: tt, logs: logs}
 }
 
-func startExt(t *testing.T, cfg *Config) *started {
+func startExt(t testing.TB, cfg *Config) *started {
 	t.Helper()
 	s := newExt(t, cfg)
 	require.NoError(t, s.Start(context.Background(), componenttest.NewNopHost()))
@@ -129,7 +129,7 @@ func (s *started) waitReloads(t *testing.T, result string, want int64) {
 
 // httpClient is an HTTP client whose transport certwatch configured, as
 // confighttp does for an exporter with middlewares: [certwatch].
-func (s *started) httpClient(t *testing.T) (*http.Client, *http.Transport) {
+func (s *started) httpClient(t testing.TB) (*http.Client, *http.Transport) {
 	t.Helper()
 	wrap, err := s.GetHTTPRoundTripper(context.Background())
 	require.NoError(t, err)
@@ -142,7 +142,7 @@ func (s *started) httpClient(t *testing.T) (*http.Client, *http.Transport) {
 
 // grpcConn is a gRPC connection with the exporter's usual insecure-by-default
 // credentials first and certwatch's options after them, as configgrpc orders them.
-func (s *started) grpcConn(t *testing.T, addr string, first ...grpc.DialOption) *grpc.ClientConn {
+func (s *started) grpcConn(t testing.TB, addr string, first ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
 	opts, err := s.GetGRPCClientOptions(context.Background())
 	require.NoError(t, err)

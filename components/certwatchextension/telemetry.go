@@ -10,8 +10,8 @@ import (
 
 const scopeName = "github.com/otelcol-relay/otelcol-relay/components/certwatchextension"
 
-// The metric names, as the collector's own telemetry shows them on :8888 (the
-// Prometheus exporter adds _total to counters and _seconds for the unit "s").
+// The metric names, exactly as the collector's own telemetry shows them on :8888.
+// Every series carries extension="certwatch/<name>", so instances never collide.
 const (
 	metricReloads        = "otelcol_certwatch_reloads"
 	metricLastReload     = "otelcol_certwatch_last_successful_reload_time"
@@ -21,22 +21,20 @@ const (
 	attrResult           = "result"
 	attrRole, attrFile   = "role", "file"
 	attrSubject, attrSer = "subject", "serial"
-)
-
-var (
-	successAttrs = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrResult, resultSuccess)))
-	failureAttrs = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrResult, resultFailure)))
+	attrExtension        = "extension"
 )
 
 // telemetry holds the instruments. Gauges are observed from the material in use,
 // so they can never disagree with what handshakes actually present.
 type telemetry struct {
-	reloads metric.Int64Counter
-	reg     metric.Registration
+	reloads                    metric.Int64Counter
+	reg                        metric.Registration
+	successAttrs, failureAttrs metric.MeasurementOption
 }
 
 func newTelemetry(mp metric.MeterProvider, e *certwatch) (*telemetry, error) {
 	meter := mp.Meter(scopeName)
+	instance := attribute.String(attrExtension, e.id.String())
 	reloads, err := meter.Int64Counter(metricReloads,
 		metric.WithDescription("Reloads of changed TLS material, by result: success (now in use) or failure (rejected; the previous material stays in use)."),
 		metric.WithUnit("{reload}"))
@@ -60,9 +58,10 @@ func newTelemetry(mp metric.MeterProvider, e *certwatch) (*telemetry, error) {
 		if m == nil {
 			return nil
 		}
-		o.ObserveFloat64(last, float64(at.UnixNano())/1e9)
+		o.ObserveFloat64(last, float64(at.UnixNano())/1e9, metric.WithAttributes(instance))
 		for _, c := range m.certs {
 			o.ObserveInt64(notAfter, c.notAfter.Unix(), metric.WithAttributes(
+				instance,
 				attribute.String(attrRole, c.role),
 				attribute.String(attrFile, c.file),
 				attribute.String(attrSubject, c.subject),
@@ -74,20 +73,25 @@ func newTelemetry(mp metric.MeterProvider, e *certwatch) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &telemetry{reloads: reloads, reg: reg}
+	t := &telemetry{
+		reloads:      reloads,
+		reg:          reg,
+		successAttrs: metric.WithAttributeSet(attribute.NewSet(instance, attribute.String(attrResult, resultSuccess))),
+		failureAttrs: metric.WithAttributeSet(attribute.NewSet(instance, attribute.String(attrResult, resultFailure))),
+	}
 	// Both series exist from the start, so an alert on the failure counter's
 	// increase works from the first scrape.
-	reloads.Add(context.Background(), 0, successAttrs)
-	reloads.Add(context.Background(), 0, failureAttrs)
+	reloads.Add(context.Background(), 0, t.successAttrs)
+	reloads.Add(context.Background(), 0, t.failureAttrs)
 	return t, nil
 }
 
 func (t *telemetry) reloaded(ctx context.Context, err error) {
 	if err != nil {
-		t.reloads.Add(ctx, 1, failureAttrs)
+		t.reloads.Add(ctx, 1, t.failureAttrs)
 		return
 	}
-	t.reloads.Add(ctx, 1, successAttrs)
+	t.reloads.Add(ctx, 1, t.successAttrs)
 }
 
 func (t *telemetry) shutdown() error {
