@@ -1,0 +1,448 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+)
+
+// The secrets the two backends' headers carry. They must reach their own backend
+// and appear nowhere else: not in the rendered config, not in the logs.
+const (
+	defaultSecret = "Bearer default-backend-secret-7f3a9c"
+	secondSecret  = "second-backend-api-key-e41b02"
+)
+
+func gatewayConfig(name string) string {
+	return filepath.Join(e2e.RepoRoot(), "config", name)
+}
+
+// tlsBackend is one external OTLP backend: a sink with its own server CA, which
+// only accepts clients presenting a certificate from its own client CA, and the
+// files the collector's certwatch instance for it reads.
+type tlsBackend struct {
+	sink                      *e2e.Sink
+	clientCN                  string
+	caFile, certFile, keyFile string
+}
+
+func newTLSBackend(t *testing.T, name string) *tlsBackend {
+	t.Helper()
+	serverCA := testcerts.NewCA(t, name+" server CA")
+	clientCA := testcerts.NewCA(t, name+" client CA")
+	server := serverCA.Server(t, testcerts.Options{})
+	b := &tlsBackend{clientCN: "otelcol-relay to " + name}
+	client := clientCA.Client(t, testcerts.Options{CommonName: b.clientCN})
+	dir := t.TempDir()
+	b.caFile, b.certFile, b.keyFile = filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	testcerts.WriteFile(t, b.caFile, serverCA.CertPEM)
+	testcerts.WriteFile(t, b.certFile, client.CertPEM)
+	testcerts.WriteFile(t, b.keyFile, client.KeyPEM)
+	b.sink = e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, server, clientCA)})
+	return b
+}
+
+// gatewayEnv is the environment the StatefulSet would give the gateway, pointed at
+// loopback test peers and free ports. The kube API and the Prometheus server are
+// not the subject here: k8s_attributes gets a kubeconfig for a closed port (it
+// keeps retrying in the background) and federation scrapes a closed port.
+type gatewayEnv struct {
+	env      []string
+	httpAddr string
+}
+
+func newGatewayEnv(t *testing.T, def, second *tlsBackend) *gatewayEnv {
+	t.Helper()
+	dir := t.TempDir()
+	closed := e2e.FreeAddr(t)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	testcerts.WriteFile(t, kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: none, cluster: {server: "https://%s", insecure-skip-tls-verify: true}}]
+users: [{name: none, user: {token: none}}]
+contexts: [{name: none, context: {cluster: none, user: none}}]
+current-context: none
+`, closed)))
+	token := filepath.Join(dir, "federation-token")
+	testcerts.WriteFile(t, token, []byte("federation-token\n"))
+	httpPort := e2e.FreePort(t)
+	g := &gatewayEnv{httpAddr: fmt.Sprintf("127.0.0.1:%d", httpPort)}
+	g.env = []string{
+		"MY_POD_IP=127.0.0.1",
+		fmt.Sprintf("RELAY_OTLP_HTTP_PORT=%d", httpPort),
+		fmt.Sprintf("RELAY_OTLP_GRPC_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_HEALTH_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_PPROF_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_METRICS_PORT=%d", e2e.FreePort(t)),
+		"RELAY_QUEUE_DIR=" + filepath.Join(dir, "queue"),
+		"RELAY_K8S_AUTH_TYPE=kubeConfig",
+		"KUBECONFIG=" + kubeconfig,
+		"RELAY_FEDERATION_SCHEME=http",
+		"RELAY_FEDERATION_TARGET=" + closed,
+		"RELAY_FEDERATION_TOKEN_FILE=" + token,
+		"RELAY_FEDERATION_CA_FILE=" + def.caFile,
+		"OTEL_EXPORTER_DEFAULT_ENDPOINT=https://" + def.sink.HTTPAddr,
+		"OTEL_EXPORTER_DEFAULT_AUTHORIZATION=" + defaultSecret,
+		"OTEL_EXPORTER_DEFAULT_CA_FILE=" + def.caFile,
+		"OTEL_EXPORTER_DEFAULT_CERT_FILE=" + def.certFile,
+		"OTEL_EXPORTER_DEFAULT_KEY_FILE=" + def.keyFile,
+	}
+	if second != nil {
+		g.env = append(g.env,
+			"OTEL_EXPORTER_SECOND_ENDPOINT="+second.sink.GRPCAddr,
+			"OTEL_EXPORTER_SECOND_X_API_KEY="+secondSecret,
+			"OTEL_EXPORTER_SECOND_CA_FILE="+second.caFile,
+			"OTEL_EXPORTER_SECOND_CERT_FILE="+second.certFile,
+			"OTEL_EXPORTER_SECOND_KEY_FILE="+second.keyFile,
+		)
+	}
+	return g
+}
+
+// twoBackendArgs is how the StatefulSet runs the gateway with a second backend.
+func twoBackendArgs(extra ...string) []string {
+	return append([]string{
+		"--config", gatewayConfig("gateway.yaml"),
+		"--config", gatewayConfig("backends/second.yaml"),
+		"--feature-gates=confmap.enableMergeAppendOption",
+	}, extra...)
+}
+
+func TestGatewayFluentBitLogsToTwoTLSBackends(t *testing.T) {
+	def, second := newTLSBackend(t, "default"), newTLSBackend(t, "second")
+	g := newGatewayEnv(t, def, second)
+	col := e2e.Start(t, "", e2e.Options{Env: g.env, Args: twoBackendArgs(), ReadyTimeout: 90 * time.Second})
+
+	// fluent-bit's opentelemetry output: OTLP/HTTP protobuf, several chunks.
+	const perRequest, requests = 250, 8
+	client := e2e.NewHTTPClient("http://"+g.httpAddr, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := 0; i < requests; i++ {
+		ld := e2e.FluentBitLogs(perRequest, int64(i*perRequest))
+		if err := client.SendLogs(ctx, ld, e2e.Encoding{Gzip: i%2 == 1}); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	const total = perRequest * requests
+
+	for name, b := range map[string]*tlsBackend{"default": def, "second": second} {
+		b.sink.WaitForLogRecords(t, total, 2*time.Minute)
+		counts := b.sink.SeqCounts()
+		for seq := int64(0); seq < total; seq++ {
+			if counts[seq] == 0 {
+				t.Fatalf("%s backend: record seq=%d never arrived (%d distinct of %d)", name, seq, len(counts), total)
+			}
+		}
+		checkFluentBitShape(t, name, b.sink.Logs()[0])
+	}
+
+	// Each backend saw its own credential on every request, and only its own, over
+	// mutual TLS with its own client certificate.
+	for _, r := range def.sink.Requests() {
+		if r.Protocol != "http" || r.Header.Get("Authorization") != defaultSecret || r.Header.Get("X-Api-Key") != "" {
+			t.Fatalf("default backend request: protocol %s, Authorization %q, X-Api-Key present %v", r.Protocol, redactIf(r.Header.Get("Authorization")), r.Header.Get("X-Api-Key") != "")
+		}
+		if r.PeerCertSubject != def.clientCN {
+			t.Fatalf("default backend saw client certificate %q, want %q", r.PeerCertSubject, def.clientCN)
+		}
+	}
+	for _, r := range second.sink.Requests() {
+		if r.Protocol != "grpc" || r.Header.Get("X-Api-Key") != secondSecret || r.Header.Get("Authorization") != "" {
+			t.Fatalf("second backend request: protocol %s, X-Api-Key %q, Authorization present %v", r.Protocol, redactIf(r.Header.Get("X-Api-Key")), r.Header.Get("Authorization") != "")
+		}
+		if r.PeerCertSubject != second.clientCN {
+			t.Fatalf("second backend saw client certificate %q, want %q", r.PeerCertSubject, second.clientCN)
+		}
+	}
+
+	// The rendered configuration names both backends but holds neither secret.
+	rendered, code := e2e.Run(t, 2*time.Minute, g.env, append([]string{"print-config"}, twoBackendArgs()...)...)
+	if code != 0 {
+		t.Fatalf("print-config exited %d:\n%s", code, rendered)
+	}
+	for _, want := range []string{"otlp_http/default", "otlp_grpc/second", "certwatch/second"} {
+		if !strings.Contains(rendered, want) {
+			t.Fatalf("print-config output lacks %q:\n%s", want, rendered)
+		}
+	}
+	for _, leak := range []string{defaultSecret, "default-backend-secret", secondSecret, "safeconfig_header_env"} {
+		if strings.Contains(rendered, leak) {
+			t.Fatalf("print-config output contains %q", leak)
+		}
+	}
+
+	// Stop cleanly, then make sure neither secret ever reached the logs.
+	if code, err := col.Stop(60 * time.Second); err != nil || code != 0 {
+		t.Fatalf("stop: exit %d, %v", code, err)
+	}
+	for _, leak := range []string{"default-backend-secret", secondSecret} {
+		if strings.Contains(col.Output(), leak) {
+			t.Fatalf("collector output contains the secret %q", leak)
+		}
+	}
+}
+
+// checkFluentBitShape asserts a delivered batch still looks like what fluent-bit
+// sent: pod identity on the resource and the map body with the kubernetes map.
+func checkFluentBitShape(t *testing.T, backend string, ld plog.Logs) {
+	t.Helper()
+	rl := ld.ResourceLogs().At(0)
+	for k, want := range map[string]string{"k8s.namespace.name": "payments", "k8s.pod.name": "checkout-7d9f8b6c5-x2x4z", "service.name": "flows"} {
+		if v, ok := rl.Resource().Attributes().Get(k); !ok || v.Str() != want {
+			t.Fatalf("%s backend: resource attribute %s = %v, want %q", backend, k, v.AsRaw(), want)
+		}
+	}
+	body := rl.ScopeLogs().At(0).LogRecords().At(0).Body()
+	if body.Type() != pcommon.ValueTypeMap {
+		t.Fatalf("%s backend: body type %s, want Map", backend, body.Type())
+	}
+	k, ok := body.Map().Get("kubernetes")
+	if !ok {
+		t.Fatalf("%s backend: body lost its kubernetes map: %v", backend, body.AsRaw())
+	}
+	if ns, _ := k.Map().Get("namespace_name"); ns.Str() != "payments" {
+		t.Fatalf("%s backend: body kubernetes.namespace_name = %q", backend, ns.Str())
+	}
+	if l, ok := body.Map().Get("log"); !ok || !strings.Contains(l.Str(), "flow src=") {
+		t.Fatalf("%s backend: body log line missing", backend)
+	}
+}
+
+func redactIf(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "<set, value not shown>"
+}
+
+// writeFile writes a config fragment for a safety-rule case.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// secondFragment returns config/backends/second.yaml with edits applied.
+func secondFragment(t *testing.T, edits ...string) string {
+	t.Helper()
+	raw, err := os.ReadFile(gatewayConfig("backends/second.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	for i := 0; i+1 < len(edits); i += 2 {
+		if !strings.Contains(s, edits[i]) {
+			t.Fatalf("backends/second.yaml has no %q", edits[i])
+		}
+		s = strings.ReplaceAll(s, edits[i], edits[i+1])
+	}
+	return writeFile(t, "fragment.yaml", s)
+}
+
+func TestGatewayConfigSafetyRules(t *testing.T) {
+	def, second := newTLSBackend(t, "default"), newTLSBackend(t, "second")
+	g := newGatewayEnv(t, def, second)
+	const literal = "literal-key-0c9d2e"
+
+	// The shipped configs are valid: the rules below fail for their own reason.
+	for _, args := range [][]string{
+		{"--config", gatewayConfig("gateway.yaml")},
+		twoBackendArgs(),
+		twoBackendArgs("--config", gatewayConfig("receiver-tls.yaml")),
+	} {
+		if out, code := e2e.Run(t, time.Minute, g.env, append([]string{"validate"}, args...)...); code != 0 {
+			t.Fatalf("validate %v: exit %d\n%s", args, code, out)
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		args func(t *testing.T) []string
+		env  []string
+		want string
+	}{
+		{
+			name: "literal credential header",
+			args: func(t *testing.T) []string {
+				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
+					secondFragment(t, "X-API-Key: ${env:OTEL_EXPORTER_SECOND_X_API_KEY}", "X-API-Key: "+literal),
+					"--feature-gates=confmap.enableMergeAppendOption"}
+			},
+			want: "exporters::otlp_grpc/second: headers::X-API-Key is a credential written as a literal value (value not shown): write ${env:OTEL_EXPORTER_SECOND_X_API_KEY}",
+		},
+		{
+			name: "client certificate and CA on an http:// endpoint",
+			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
+			env:  []string{"OTEL_EXPORTER_DEFAULT_ENDPOINT=http://" + def.sink.HTTPAddr},
+			want: `exporters::otlp_http/default: middlewares[0]::id "certwatch/default" supplies TLS certificates but the connection is plaintext`,
+		},
+		{
+			name: "tls ca_file on an http:// endpoint",
+			args: func(t *testing.T) []string {
+				return append(twoBackendArgs()[:2], "--config", writeFile(t, "tls.yaml", `
+exporters:
+  otlp_http/default:
+    endpoint: http://127.0.0.1:4318
+    middlewares: []
+    tls:
+      ca_file: /certs/default/ca.crt
+extensions:
+  certwatch/default: null
+service:
+  extensions: [health_check, pprof, file_storage]
+`))
+			},
+			want: `exporters::otlp_http/default: tls::ca_file is set but the connection is plaintext (endpoint "http://127.0.0.1:4318"), so it would be silently ignored`,
+		},
+		{
+			name: "plaintext endpoint without the named opt-in",
+			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
+			env:  []string{"OTEL_EXPORTER_DEFAULT_ENDPOINT=http://" + def.sink.HTTPAddr},
+			want: "exporters::otlp_http/default: plaintext connection (endpoint \"http://" + def.sink.HTTPAddr + "\"): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter otlp_http/plaintext-<name>",
+		},
+		{
+			name: "two backends share a header variable",
+			args: func(t *testing.T) []string {
+				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
+					secondFragment(t, "${env:OTEL_EXPORTER_SECOND_X_API_KEY}", "${env:OTEL_EXPORTER_DEFAULT_AUTHORIZATION}"),
+					"--feature-gates=confmap.enableMergeAppendOption"}
+			},
+			want: "environment variable OTEL_EXPORTER_DEFAULT_AUTHORIZATION is read by more than one backend (exporters::otlp_grpc/second: headers::X-API-Key; exporters::otlp_http/default: headers::Authorization)",
+		},
+		{
+			name: "exporter names a missing certwatch",
+			args: func(t *testing.T) []string {
+				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
+					secondFragment(t, "middlewares: [{id: certwatch/second}]", "middlewares: [{id: certwatch/secnod}]"),
+					"--feature-gates=confmap.enableMergeAppendOption"}
+			},
+			want: `exporters::otlp_grpc/second: middlewares[0]::id "certwatch/secnod" names a certwatch instance that is not configured under extensions`,
+		},
+		{
+			name: "certwatch instance no exporter uses",
+			args: func(t *testing.T) []string {
+				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
+					secondFragment(t, "middlewares: [{id: certwatch/second}]", "middlewares: [{id: certwatch/default}]"),
+					"--feature-gates=confmap.enableMergeAppendOption"}
+			},
+			want: "extensions::certwatch/second: no exporter uses it",
+		},
+		{
+			name: "fragment merged without the merge-append gate",
+			args: func(t *testing.T) []string { return twoBackendArgs()[:4] },
+			want: "exporters::otlp_http/default: no pipeline in service::pipelines sends to it; if it was added with a second --config, run with --feature-gates=confmap.enableMergeAppendOption",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args(t)
+			env := append(append([]string(nil), g.env...), tc.env...)
+			out, code := e2e.Run(t, time.Minute, env, append([]string{"validate"}, args...)...)
+			if code == 0 || !strings.Contains(out, tc.want) {
+				t.Fatalf("validate: exit %d, want non-zero and %q in:\n%s", code, tc.want, out)
+			}
+			if strings.Contains(out, literal) || strings.Contains(out, "default-backend-secret") || strings.Contains(out, secondSecret) {
+				t.Fatalf("validate output leaks a credential:\n%s", out)
+			}
+			// A normal start refuses the same config with the same message.
+			col := e2e.Start(t, "", e2e.Options{Env: env, Args: args, NoWait: true})
+			code, err := col.Wait(time.Minute)
+			if err != nil || code == 0 || !strings.Contains(col.Output(), tc.want) {
+				t.Fatalf("start: exit %d (%v), want non-zero and %q in:\n%s", code, err, tc.want, col.Output())
+			}
+		})
+	}
+}
+
+// memoryCgroup creates a child memory cgroup limited to limit bytes under this
+// process's own, and returns its directory, or skips when the machine does not let
+// the test create one (not root, no writable memory controller).
+func memoryCgroup(t *testing.T, limit int64) string {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Skipf("no /proc/self/cgroup: %v", err)
+	}
+	var dir, limitFile string
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[1] == "memory": // cgroup v1 memory controller (also in hybrid mode)
+			dir, limitFile = filepath.Join("/sys/fs/cgroup/memory", parts[2]), "memory.limit_in_bytes"
+		case parts[0] == "0" && dir == "":
+			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil { // pure v2
+				dir, limitFile = filepath.Join("/sys/fs/cgroup", parts[2]), "memory.max"
+			}
+		}
+	}
+	if dir == "" {
+		t.Skip("no memory cgroup controller found")
+	}
+	cg := filepath.Join(dir, fmt.Sprintf("otelcol-relay-e2e-%d-%d", os.Getpid(), limit))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Skipf("cannot create a memory cgroup here: %v", err)
+	}
+	t.Cleanup(func() {
+		// The collector has exited by now (its own cleanup ran first).
+		deadline := time.Now().Add(30 * time.Second)
+		for os.Remove(cg) != nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(cg, limitFile), []byte(fmt.Sprint(limit)), 0o644); err != nil {
+		t.Skipf("cannot set %s: %v", limitFile, err)
+	}
+	return cg
+}
+
+// TestGatewayMemoryLimiterFollowsCgroupLimit runs the gateway inside a real memory
+// cgroup of the sizes a StatefulSet would set and reads what memory_limiter
+// computed from it: only the container limit changes, and the limits follow.
+func TestGatewayMemoryLimiterFollowsCgroupLimit(t *testing.T) {
+	def := newTLSBackend(t, "default")
+	for _, tc := range []struct {
+		limit             int64
+		hardMiB, spikeMiB int
+		gomemlimit        string // what the StatefulSet's divisor trick yields (config/README.md)
+	}{
+		{512 << 20, 409, 102, "410MiB"},
+		{2 << 30, 1638, 409, "1639MiB"},
+	} {
+		t.Run(fmt.Sprintf("%dMiB", tc.limit>>20), func(t *testing.T) {
+			cg := memoryCgroup(t, tc.limit)
+			g := newGatewayEnv(t, def, nil)
+			// Enter the cgroup, then become the collector, so the limit applies from
+			// the first allocation on, as in a container.
+			args := []string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg, e2e.Binary(t), "--config", gatewayConfig("gateway.yaml")}
+			col := e2e.StartCommand(t, "sh", args, append(g.env, "GOMEMLIMIT="+tc.gomemlimit))
+			if err := col.WaitForOutput("Memory limiter configured", 90*time.Second); err != nil {
+				t.Fatalf("%v\n%s", err, col.Output())
+			}
+			out := col.Output()
+			want := fmt.Sprintf(`"limit_mib": %d, "spike_limit_mib": %d`, tc.hardMiB, tc.spikeMiB)
+			if !strings.Contains(out, want) {
+				t.Fatalf("memory_limiter under a %d MiB cgroup: want %s in:\n%s", tc.limit>>20, want, out)
+			}
+			if wantTotal := fmt.Sprintf(`"total_memory_mib": %d`, tc.limit>>20); !strings.Contains(out, wantTotal) {
+				t.Fatalf("memory_limiter did not read the cgroup limit: want %s in:\n%s", wantTotal, out)
+			}
+			t.Logf("cgroup %d MiB: %s, GOMEMLIMIT=%s", tc.limit>>20, want, tc.gomemlimit)
+		})
+	}
+}
