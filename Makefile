@@ -42,9 +42,12 @@ run: build
 test-deps:
 	./hack/test-deps.sh
 
-## test: build once, then every unit and end-to-end test against that binary.
+## test: build once, then every unit and end-to-end test against that binary. The
+## end-to-end packages run one at a time (-p 1): they start real servers and load
+## the collector, and two of them at once on a 2-core machine only add noise.
 test: build test-deps
-	OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./components/... ./internal/...
+	OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
 ## unit: the fast tests only (no binary, no peers).
 unit:
