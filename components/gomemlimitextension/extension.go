@@ -1,0 +1,96 @@
+// Package gomemlimitextension sets the Go runtime's soft memory limit (what the
+// GOMEMLIMIT variable sets) to the same share of the container's memory limit that
+// memory_limiter uses as its hard limit, read from the same cgroup files, so that
+// changing only resources.limits.memory moves both together. Kubernetes cannot
+// compute "80% of limits.memory" into an environment variable (a memory
+// resourceFieldRef divisor must be 1, 1Ki, 1Mi, ...), which is why this is done in
+// the process. An explicit GOMEMLIMIT in the environment wins and is left alone.
+package gomemlimitextension // import "github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
+)
+
+const typeStr = "gomemlimit"
+
+// Config of the gomemlimit extension.
+type Config struct {
+	// LimitPercentage is the share of the container (cgroup) memory limit, or of
+	// the machine's memory without one, given to the Go runtime as its soft limit.
+	// Keep it equal to memory_limiter's limit_percentage.
+	LimitPercentage uint32 `mapstructure:"limit_percentage"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Validate checks the percentage.
+func (c *Config) Validate() error {
+	if c.LimitPercentage == 0 || c.LimitPercentage > 100 {
+		return fmt.Errorf("limit_percentage: %d must be between 1 and 100", c.LimitPercentage)
+	}
+	return nil
+}
+
+// NewFactory returns the factory of the gomemlimit extension.
+func NewFactory() extension.Factory {
+	return extension.NewFactory(
+		component.MustNewType(typeStr),
+		func() component.Config { return &Config{LimitPercentage: 80} },
+		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
+			return &gomemlimit{cfg: cfg.(*Config), logger: set.Logger, paths: procPaths, getenv: os.LookupEnv}, nil
+		},
+		component.StabilityLevelAlpha,
+	)
+}
+
+type gomemlimit struct {
+	cfg    *Config
+	logger *zap.Logger
+	paths  paths
+	getenv func(string) (string, bool)
+	// previous is the limit before Start, restored on Shutdown.
+	previous int64
+	set      bool
+}
+
+func (g *gomemlimit) Start(context.Context, component.Host) error {
+	if v, ok := g.getenv("GOMEMLIMIT"); ok && v != "" {
+		g.logger.Info("GOMEMLIMIT is set in the environment; leaving the Go memory limit as it is",
+			zap.String("GOMEMLIMIT", v))
+		return nil
+	}
+	total, source, err := totalMemory(g.paths)
+	if err != nil {
+		return fmt.Errorf("gomemlimit: cannot determine the memory limit: %w", err)
+	}
+	// Same arithmetic as memory_limiter's percentage mode, so both name the same byte.
+	limit := uint64(g.cfg.LimitPercentage) * total / 100
+	if limit == 0 || limit > math.MaxInt64 {
+		return errors.New("gomemlimit: computed limit is out of range")
+	}
+	g.previous, g.set = debug.SetMemoryLimit(int64(limit)), true
+	g.logger.Info("Go memory limit set from the container memory limit",
+		zap.Uint64("total_memory_mib", total>>20),
+		zap.Uint32("limit_percentage", g.cfg.LimitPercentage),
+		zap.Uint64("gomemlimit_mib", limit>>20),
+		zap.String("source", source))
+	return nil
+}
+
+func (g *gomemlimit) Shutdown(context.Context) error {
+	if g.set {
+		debug.SetMemoryLimit(g.previous)
+		g.set = false
+	}
+	return nil
+}
