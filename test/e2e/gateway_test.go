@@ -421,8 +421,8 @@ func TestGatewayMemoryLimiterFollowsCgroupLimit(t *testing.T) {
 		hardMiB, spikeMiB int
 		gomemlimit        string // what the StatefulSet's divisor trick yields (config/README.md)
 	}{
-		{512 << 20, 409, 102, "410MiB"},
-		{2 << 30, 1638, 409, "1639MiB"},
+		{512 << 20, 409, 102, "409MiB"},
+		{2 << 30, 1638, 409, "1638MiB"},
 	} {
 		t.Run(fmt.Sprintf("%dMiB", tc.limit>>20), func(t *testing.T) {
 			cg := memoryCgroup(t, tc.limit)
