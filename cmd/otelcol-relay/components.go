@@ -18,6 +18,7 @@ import (
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	certwatchextension "github.com/otelcol-relay/otelcol-relay/components/certwatchextension"
+	gomemlimitextension "github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	k8sattributesprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor"
@@ -53,6 +54,7 @@ func components() (otelcol.Factories, error) {
 		filestorage.NewFactory(),
 		pprofextension.NewFactory(),
 		certwatchextension.NewFactory(),
+		gomemlimitextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -62,6 +64,7 @@ func components() (otelcol.Factories, error) {
 		filestorage.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.165.1",
 		pprofextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",
 		certwatchextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
+		gomemlimitextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
