@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/featuregate"
 
 	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
 )
@@ -65,10 +66,44 @@ func (converter) Convert(_ context.Context, conf *confmap.Conf) error {
 		// The record has done its job; the collector itself must never see it.
 		conf.Delete(safeconfigprovider.HeaderEnvKey)
 	}
+	var listFiles map[string]any
+	if conf.IsSet(safeconfigprovider.ListFilesKey) {
+		listFiles, _ = conf.Get(safeconfigprovider.ListFilesKey).(map[string]any)
+		conf.Delete(safeconfigprovider.ListFilesKey)
+	}
+	if err := checkListMerge(listFiles, mergeAppendEnabled()); err != nil {
+		// Every other finding would only describe the damage the merge did.
+		return fmt.Errorf("safeconfig: %w", err)
+	}
 	if errs := Check(conf.ToStringMap(), envs); len(errs) > 0 {
 		return fmt.Errorf("safeconfig: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// mergeAppendGate makes the resolver append lists from several --config files
+// instead of letting the last file's list replace the others'.
+const mergeAppendGate = "confmap.enableMergeAppendOption"
+
+func mergeAppendEnabled() bool {
+	on := false
+	featuregate.GlobalRegistry().VisitAll(func(g *featuregate.Gate) {
+		if g.ID() == mergeAppendGate {
+			on = g.IsEnabled()
+		}
+	})
+	return on
+}
+
+// checkListMerge refuses two config files that both set service lists when those
+// lists would be replaced rather than appended: a backend fragment would silently
+// take the default backend out of the logs pipeline (or its certwatch out of
+// service::extensions).
+func checkListMerge(listFiles map[string]any, appendOn bool) error {
+	if appendOn || len(listFiles) < 2 {
+		return nil
+	}
+	return fmt.Errorf("config files %s each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the %s feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=%s", strings.Join(sortedKeys(listFiles), ", "), mergeAppendGate, mergeAppendGate)
 }
 
 // Check returns one error per rule violation in an expanded config. headerEnvs is

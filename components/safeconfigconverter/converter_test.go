@@ -14,8 +14,6 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
 )
 
-const mergeAppendGate = "confmap.enableMergeAppendOption"
-
 // resolve runs the collector's real resolver over files, with the safe file
 // provider, the env provider and this converter, as otelcol-relay wires them.
 func resolve(t *testing.T, files ...string) (*confmap.Conf, error) {
@@ -231,9 +229,31 @@ func TestFragmentWithoutMergeAppendIsAnError(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
 	t.Setenv("OTEL_EXPORTER_B_X_API_KEY", "y")
 	_, err := resolve(t, base, fragment("OTEL_EXPORTER_B_X_API_KEY"))
-	want := "exporters::otlp_http/default: no pipeline in service::pipelines sends to it; if it was added with a second --config, run with --feature-gates=confmap.enableMergeAppendOption"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("got %v\nwant %q", err, want)
+	for _, want := range []string{
+		"a.yaml, ", "b.yaml each set lists under service::",
+		"run with --feature-gates=confmap.enableMergeAppendOption",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v\nwant %q", err, want)
+		}
+	}
+}
+
+func TestCheckListMerge(t *testing.T) {
+	two := map[string]any{"/c/gateway.yaml": true, "/c/backends/b.yaml": true}
+	one := map[string]any{"/c/gateway.yaml": true}
+	if err := checkListMerge(two, false); err == nil {
+		t.Fatal("two list-setting files without the gate: want an error")
+	}
+	if err := checkListMerge(two, true); err != nil {
+		t.Fatalf("with the gate: %v", err)
+	}
+	// A fragment that sets no service lists (receiver TLS, say) is a plain merge.
+	if err := checkListMerge(one, false); err != nil {
+		t.Fatalf("one list-setting file: %v", err)
+	}
+	if err := checkListMerge(nil, false); err != nil {
+		t.Fatalf("no record: %v", err)
 	}
 }
 

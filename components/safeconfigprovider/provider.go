@@ -29,6 +29,13 @@ import (
 // value is read from. safeconfigconverter consumes and removes it.
 const HeaderEnvKey = "safeconfig_header_env"
 
+// ListFilesKey is the top-level key under which the provider records each config
+// file that sets a list under service:: (extensions, or a pipeline's receivers,
+// processors or exporters). Without the confmap.enableMergeAppendOption gate, a
+// second such file replaces those lists instead of adding to them; the converter
+// refuses that. Paths are map keys so the record survives the merge of files.
+const ListFilesKey = "safeconfig_service_list_files"
+
 const schemeName = "file"
 
 type provider struct {
@@ -64,11 +71,36 @@ func (p *provider) Retrieve(ctx context.Context, uri string, watcher confmap.Wat
 		return nil, fmt.Errorf("safeconfig: %s: %w", path, errors.Join(errs...))
 	}
 	envs := headerEnvs(doc)
-	if len(envs) == 0 {
+	setsLists := setsServiceLists(doc)
+	if len(envs) == 0 && !setsLists {
 		return ret, nil
 	}
-	doc[HeaderEnvKey] = envs
+	if len(envs) > 0 {
+		doc[HeaderEnvKey] = envs
+	}
+	if setsLists {
+		doc[ListFilesKey] = map[string]any{path: true}
+	}
 	return confmap.NewRetrieved(doc)
+}
+
+// setsServiceLists reports whether doc sets a list that a merge would replace:
+// service::extensions or a pipeline's receivers, processors or exporters.
+func setsServiceLists(doc map[string]any) bool {
+	service, _ := doc["service"].(map[string]any)
+	if _, ok := service["extensions"]; ok {
+		return true
+	}
+	pipelines, _ := service["pipelines"].(map[string]any)
+	for _, p := range pipelines {
+		pm, _ := p.(map[string]any)
+		for _, k := range []string{"receivers", "processors", "exporters"} {
+			if _, ok := pm[k]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (*provider) Scheme() string { return schemeName }

@@ -87,7 +87,9 @@ current-context: none
 		"RELAY_QUEUE_DIR=" + filepath.Join(dir, "queue"),
 		"RELAY_K8S_AUTH_TYPE=kubeConfig",
 		"KUBECONFIG=" + kubeconfig,
-		"RELAY_FEDERATION_SCHEME=http",
+		// A closed port: federation is proven in federation_test.go; here it
+		// must only start, with the production scheme, token and CA.
+		"RELAY_FEDERATION_SCHEME=https",
 		"RELAY_FEDERATION_TARGET=" + closed,
 		"RELAY_FEDERATION_TOKEN_FILE=" + token,
 		"RELAY_FEDERATION_CA_FILE=" + def.caFile,
@@ -300,10 +302,6 @@ exporters:
     middlewares: []
     tls:
       ca_file: /certs/default/ca.crt
-extensions:
-  certwatch/default: null
-service:
-  extensions: [health_check, pprof, file_storage]
 `))
 			},
 			want: `exporters::otlp_http/default: tls::ca_file is set but the connection is plaintext (endpoint "http://127.0.0.1:4318"), so it would be silently ignored`,
@@ -344,7 +342,7 @@ service:
 		{
 			name: "fragment merged without the merge-append gate",
 			args: func(t *testing.T) []string { return twoBackendArgs()[:4] },
-			want: "exporters::otlp_http/default: no pipeline in service::pipelines sends to it; if it was added with a second --config, run with --feature-gates=confmap.enableMergeAppendOption",
+			want: "each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the confmap.enableMergeAppendOption feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=confmap.enableMergeAppendOption",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
