@@ -78,5 +78,5 @@ build_kube_apiserver() {
 
 build_etcd
 build_kube_apiserver
-"$bin/etcd" --version | head -1
+"$bin/etcd" --version | sed -n 1p
 "$bin/kube-apiserver" --version

@@ -84,7 +84,7 @@ func StartKube(t testing.TB) *Kube {
 	etcdPeer := FreePort(t)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	startProcess(t, "etcd", etcdBin,
+	etcdExited := startProcess(t, "etcd", etcdBin,
 		"--name=default",
 		"--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+etcdURL,
@@ -96,6 +96,9 @@ func StartKube(t testing.TB) *Kube {
 		"--log-level=warn",
 	)
 	if !waitFor(60*time.Second, func() bool {
+		if etcdExited() {
+			t.Fatalf("etcd exited during startup (its output follows)")
+		}
 		resp, err := http.Get(etcdURL + "/health")
 		if err != nil {
 			return false
@@ -132,10 +135,13 @@ func StartKube(t testing.TB) *Kube {
 	port := FreePort(t)
 	k.Port = strconv.Itoa(port)
 	k.Server = "https://127.0.0.1:" + k.Port
-	startProcess(t, "kube-apiserver", apiBin,
+	apiExited := startProcess(t, "kube-apiserver", apiBin,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// The reconciler of the "kubernetes" Service endpoints refuses loopback
+		// addresses; nothing here routes through that Service.
+		"--endpoint-reconciler-type=none",
 		"--secure-port="+k.Port,
 		"--cert-dir="+filepath.Join(dir, "certs"),
 		"--tls-cert-file="+servingCert,
@@ -166,6 +172,9 @@ func StartKube(t testing.TB) *Kube {
 	}
 	var last string
 	if !waitFor(120*time.Second, func() bool {
+		if apiExited() {
+			t.Fatalf("kube-apiserver exited during startup (its output follows)")
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		body, err := k.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
@@ -247,6 +256,13 @@ func (k *Kube) ServiceAccountToken(t testing.TB, namespace, name string) string 
 // Options.Env; the binary is swapped for a wrapper for the rest of the test.
 func (k *Kube) InCluster(t *testing.T, token string) []string {
 	t.Helper()
+	return InPod(t, token, k.CA.CertPEM, k.Host, k.Port)
+}
+
+// InPod is InCluster for any token, CA and API server address (which need not
+// answer, e.g. for `validate`).
+func InPod(t *testing.T, token string, caPEM []byte, host, port string) []string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("running a collector with an in-cluster ServiceAccount needs root (a private mount namespace over /run); uid is %d", os.Geteuid())
 	}
@@ -255,7 +271,7 @@ func (k *Kube) InCluster(t *testing.T, token string) []string {
 	}
 	sa := t.TempDir()
 	writeFile(t, filepath.Join(sa, "token"), []byte(token))
-	writeFile(t, filepath.Join(sa, "ca.crt"), k.CA.CertPEM)
+	writeFile(t, filepath.Join(sa, "ca.crt"), caPEM)
 	writeFile(t, filepath.Join(sa, "namespace"), []byte("otelcol-relay"))
 
 	bin := Binary(t)
@@ -276,8 +292,8 @@ exec "$0" "$@"' ` + shellQuote(bin) + ` "$@"
 	t.Setenv(BinaryEnv, wrapper)
 	return []string{
 		"E2E_SA_DIR=" + sa,
-		"KUBERNETES_SERVICE_HOST=" + k.Host,
-		"KUBERNETES_SERVICE_PORT=" + k.Port,
+		"KUBERNETES_SERVICE_HOST=" + host,
+		"KUBERNETES_SERVICE_PORT=" + port,
 	}
 }
 
@@ -314,7 +330,9 @@ func FreeLoopbackIP(t testing.TB, ports ...int) string {
 	return ""
 }
 
-func startProcess(t testing.TB, name, bin string, args ...string) {
+// startProcess runs bin until the test ends and returns a func that reports
+// whether it has exited.
+func startProcess(t testing.TB, name, bin string, args ...string) func() bool {
 	t.Helper()
 	out := &syncBuffer{}
 	cmd := exec.Command(bin, args...)
@@ -340,6 +358,14 @@ func startProcess(t testing.TB, name, bin string, args ...string) {
 			t.Logf("%s output:\n%s", name, s)
 		}
 	})
+	return func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 func writeFile(t testing.TB, path string, data []byte) {

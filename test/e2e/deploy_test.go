@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -135,6 +136,8 @@ func TestDeployConfigsValidate(t *testing.T) {
 			name := filepath.Base(o) + "/" + spec.ServiceAccountName
 			t.Run(name, func(t *testing.T) {
 				args, env := podCommand(t, r, spec)
+				// Components check the ServiceAccount files a pod has at validate time.
+				env = append(env, e2e.InPod(t, "validate-token", e2e.NewCA(t, "validate").CertPEM, "127.0.0.1", "6443")...)
 				if out, code := e2e.Run(t, 2*time.Minute, env, append([]string{"validate"}, args...)...); code != 0 {
 					t.Fatalf("validate %v (exit %d):\n%s", args, code, out)
 				}
@@ -373,8 +376,19 @@ func TestKubeDeployRBAC(t *testing.T) {
 
 func canI(t *testing.T, k *e2e.Kube, user string, q ...string) bool {
 	t.Helper()
-	out, err := k.Kubectl(t, append([]string{"auth", "can-i", "--as=" + user}, q...)...)
-	switch strings.TrimSpace(out) {
+	// kubectl reads "nodes/stats" as the node named stats: subresources go in a flag.
+	args := []string{"auth", "can-i", "--as=" + user}
+	for _, a := range q {
+		if res, sub, ok := strings.Cut(a, "/"); ok && !strings.HasPrefix(a, "-") {
+			args = append(args, res, "--subresource="+sub)
+			continue
+		}
+		args = append(args, a)
+	}
+	out, err := k.Kubectl(t, args...)
+	// The answer is the last line; warnings (e.g. "not namespace scoped") come first.
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	switch strings.TrimSpace(lines[len(lines)-1]) {
 	case "yes":
 		return true
 	case "no":
@@ -384,23 +398,36 @@ func canI(t *testing.T, k *e2e.Kube, user string, q ...string) bool {
 	return false
 }
 
-// canIList returns the resource rules kubectl auth can-i --list shows, without the
-// self-review rules every authenticated user has.
+var verbsColumn = regexp.MustCompile(`\[([^\]]*)\]\s*$`)
+
+// canIList returns the resource rules kubectl auth can-i --list shows for user,
+// less those every ServiceAccount has from the default bootstrap policy (the rules
+// of a ServiceAccount that nothing is bound to).
 func canIList(t *testing.T, k *e2e.Kube, user string) map[string][]string {
+	t.Helper()
+	baseline := rulesOf(t, k, "system:serviceaccount:default:e2e-nobody")
+	rules := map[string][]string{}
+	for res, verbs := range rulesOf(t, k, user) {
+		if fmt.Sprint(baseline[res]) != fmt.Sprint(verbs) {
+			rules[res] = verbs
+		}
+	}
+	return rules
+}
+
+func rulesOf(t *testing.T, k *e2e.Kube, user string) map[string][]string {
 	t.Helper()
 	out := k.MustKubectl(t, "auth", "can-i", "--list", "--as="+user)
 	rules := map[string][]string{}
 	for _, line := range strings.Split(out, "\n")[1:] {
 		f := strings.Fields(line)
-		if len(f) < 2 || strings.HasPrefix(f[0], "[") {
+		m := verbsColumn.FindStringSubmatch(line)
+		if len(f) < 2 || m == nil || strings.HasPrefix(f[0], "[") {
 			continue // non-resource URL rules
 		}
-		res := f[0]
-		if strings.HasPrefix(res, "self") && strings.Contains(res, "reviews.") {
-			continue
-		}
-		verbs := strings.Trim(f[len(f)-1], "[]")
-		rules[res] = strings.Fields(verbs)
+		verbs := strings.Fields(m[1])
+		sort.Strings(verbs)
+		rules[f[0]] = verbs
 	}
 	return rules
 }
@@ -579,7 +606,6 @@ func TestKubeAttributes(t *testing.T) {
 		fmt.Sprintf("RELAY_PPROF_PORT=%d", e2e.FreePort(t)),
 		fmt.Sprintf("RELAY_METRICS_PORT=%d", e2e.FreePort(t)),
 		"RELAY_QUEUE_DIR="+filepath.Join(t.TempDir(), "queue"),
-		"RELAY_FEDERATION_SCHEME=http",
 		"RELAY_FEDERATION_TARGET="+e2e.FreeAddr(t),
 		"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,
 		"RELAY_FEDERATION_CA_FILE="+caFile,
@@ -693,6 +719,7 @@ func TestKubeAttributes(t *testing.T) {
 				return last != nil && last["k8s.pod.uid"] != ""
 			})
 			if last != nil && last["k8s.pod.uid"] != "" {
+				t.Logf("%s: after %d sends the sink has resource %v", name, i+1, last)
 				for k, v := range want(p) {
 					if last[k] != v {
 						t.Errorf("%s: resource %s = %q, want %q (resource %v)", name, k, last[k], v, last)
@@ -1085,6 +1112,101 @@ func TestDeployFluentBitConfig(t *testing.T) {
 		}
 		if !lifted[k] {
 			t.Errorf("the gateway's groupbyattrs does not lift %s into the resource (keys %v)", k, keys(lifted))
+		}
+	}
+}
+
+// TestDeployOverlayInvariants checks what each overlay renders where a mistake would
+// be silent in a cluster: the ServiceMonitor comes only with the NetworkPolicy rule
+// that lets Prometheus reach :8888 (and selects a Service with a metrics port), and
+// kubelet certificate verification is skipped in the AKS overlay only.
+func TestDeployOverlayInvariants(t *testing.T) {
+	for _, o := range append([]string{"../base", "../agent"}, overlays...) {
+		out, err := execOutput("kubectl", "kustomize", deployDir("overlays", o))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", o, err, out)
+		}
+		var monitors, metricsRules int
+		var services []corev1.Service
+		var monitorSelector map[string]string
+		insecure := false
+		for _, doc := range strings.Split(out, "\n---\n") {
+			var obj metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatal(err)
+			}
+			switch obj.Kind {
+			case "ServiceMonitor":
+				monitors++
+				var sm struct {
+					Spec struct {
+						Selector  metav1.LabelSelector `json:"selector"`
+						Endpoints []struct {
+							Port string `json:"port"`
+						} `json:"endpoints"`
+					} `json:"spec"`
+				}
+				if err := yaml.Unmarshal([]byte(doc), &sm); err != nil {
+					t.Fatal(err)
+				}
+				monitorSelector = sm.Spec.Selector.MatchLabels
+			case "NetworkPolicy":
+				var np struct {
+					Spec struct {
+						Ingress []struct {
+							Ports []struct {
+								Port any `json:"port"`
+							} `json:"ports"`
+						} `json:"ingress"`
+					} `json:"spec"`
+				}
+				if err := yaml.Unmarshal([]byte(doc), &np); err != nil {
+					t.Fatal(err)
+				}
+				for _, in := range np.Spec.Ingress {
+					for _, p := range in.Ports {
+						if fmt.Sprint(p.Port) == "8888" || p.Port == "metrics" {
+							metricsRules++
+						}
+					}
+				}
+			case "Service":
+				var svc corev1.Service
+				mustUnmarshal(t, doc, &svc)
+				services = append(services, svc)
+			case "DaemonSet":
+				var ds appsv1.DaemonSet
+				mustUnmarshal(t, doc, &ds)
+				for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
+					if e.Name == "KUBELET_INSECURE_SKIP_VERIFY" && e.Value != "false" {
+						insecure = true
+					}
+				}
+			}
+		}
+		if monitors != metricsRules {
+			t.Errorf("%s: %d ServiceMonitors but %d NetworkPolicy rules opening :8888; they must come together", o, monitors, metricsRules)
+		}
+		if monitors > 0 {
+			matched := 0
+			for _, svc := range services {
+				ok := true
+				for k, v := range monitorSelector {
+					ok = ok && svc.Labels[k] == v
+				}
+				if ok {
+					matched++
+					if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "metrics" }) {
+						t.Errorf("%s: ServiceMonitor selects Service %s, which has no metrics port", o, svc.Name)
+					}
+				}
+			}
+			if matched != 1 {
+				t.Errorf("%s: ServiceMonitor selector %v matches %d Services, want exactly 1 (each replica scraped once)", o, monitorSelector, matched)
+			}
+		}
+		if insecure != (o == "aks") {
+			t.Errorf("%s: kubelet certificate verification skipped = %v; only the aks overlay may skip it", o, insecure)
 		}
 	}
 }
