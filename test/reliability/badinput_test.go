@@ -1,0 +1,224 @@
+package reliability_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+)
+
+// rawCodec sends bytes as they are, so a test can put a malformed message on the
+// wire of a real gRPC call.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error)      { return v.([]byte), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error { *(v.(*[]byte)) = data; return nil }
+func (rawCodec) Name() string                       { return "proto" }
+
+// Scenario 6: bad input on 4317 and 4318. Each is answered with a clear 4xx or
+// gRPC status; a well-behaved fluent-bit sender running all along never sees
+// anything but 200; RSS stays bounded; the collector never crashes.
+func TestBadInput(t *testing.T) {
+	r := newRig(t, "")
+	col := r.start(t)
+	sampler := e2e.SampleProc(col.PID(), 100*time.Millisecond)
+	defer sampler.Stop()
+
+	// The well-behaved client, all along.
+	good := r.sender(2, 1000)
+	goodCtx, stopGood := context.WithCancel(context.Background())
+	defer stopGood()
+	good.Send(goodCtx, e2e.EncodeChunks(0, 1000, 100))
+
+	client := e2e.NewHTTPClient(r.gw.HTTPURL, r.rcv.Client)
+	client.Client.Timeout = 2 * time.Minute
+	ctx := context.Background()
+	valid, _, _, err := e2e.EncodeLogs(e2e.FluentBitLogs(10, 1_000_000), e2e.Encoding{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validGz, _, _, _ := e2e.EncodeLogs(e2e.FluentBitLogs(50, 1_000_000), e2e.Encoding{Gzip: true})
+
+	garbage := make([]byte, 4096)
+	_, _ = rand.Read(garbage)
+	oversized := make([]byte, 9<<20) // the gateway refuses bodies over 8 MiB
+	_, _ = rand.Read(oversized)
+
+	for _, tc := range []struct {
+		name, contentType, encoding string
+		body                        []byte
+		want                        []int
+		wantMsg                     string
+	}{
+		{"malformed protobuf", "application/x-protobuf", "", garbage, []int{400}, "proto"},
+		{"invalid JSON", "application/json", "", []byte(`{"resourceLogs": [{"resource": `), []int{400}, ""},
+		{"wrong content type", "text/plain", "", valid, []int{415}, ""},
+		{"truncated gzip", "application/x-protobuf", "gzip", validGz[:len(validGz)/2], []int{400}, ""},
+		{"gzip bomb", "application/x-protobuf", "gzip", gzipBomb(t), []int{400, 413}, ""},
+		{"oversized body", "application/x-protobuf", "", oversized, []int{400, 413}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := sampler.PeakAnon()
+			code, body, err := client.Post(ctx, "/v1/logs", tc.body, tc.contentType, tc.encoding)
+			if err != nil {
+				t.Fatalf("POST: %v", err)
+			}
+			ok := false
+			for _, w := range tc.want {
+				ok = ok || code == w
+			}
+			if !ok {
+				t.Errorf("status %d, want one of %v; body %q", code, tc.want, trim(body))
+			}
+			if tc.wantMsg != "" && !strings.Contains(strings.ToLower(string(body)), tc.wantMsg) {
+				t.Errorf("answer %q does not say what is wrong (want %q)", trim(body), tc.wantMsg)
+			}
+			time.Sleep(300 * time.Millisecond)
+			t.Logf("%d %q; peak anonymous RSS %.0f -> %.0f MiB", code, trim(body), mib(before), mib(sampler.PeakAnon()))
+		})
+	}
+
+	t.Run("gRPC malformed protobuf", func(t *testing.T) {
+		cc, err := e2e.DialGRPC(r.gw.GRPCAddr, r.rcv.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		var out []byte
+		err = cc.Invoke(ctx, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", garbage, &out, grpc.ForceCodec(rawCodec{}))
+		if st := status.Convert(err); st.Code() == codes.OK || st.Code() == codes.Unavailable {
+			t.Errorf("malformed protobuf over gRPC: %v, want a non-retryable error status", err)
+		} else {
+			t.Logf("%s: %s", st.Code(), st.Message())
+		}
+	})
+	t.Run("gRPC oversized message", func(t *testing.T) {
+		cc, err := e2e.DialGRPC(r.gw.GRPCAddr, r.rcv.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		var out []byte
+		err = cc.Invoke(ctx, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", oversized, &out, grpc.ForceCodec(rawCodec{}))
+		if st := status.Convert(err); st.Code() != codes.ResourceExhausted {
+			t.Errorf("9 MiB message over gRPC: %v, want ResourceExhausted", err)
+		} else {
+			t.Logf("%s: %s", st.Code(), st.Message())
+		}
+	})
+
+	t.Run("slow header client", func(t *testing.T) {
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(r.gw.HTTPURL, "https://"), r.rcv.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		before := good.AckedRecords()
+		// One byte a second for ten seconds; the others go on meanwhile.
+		for _, b := range []byte("POST /v1/l") {
+			if _, err := conn.Write([]byte{b}); err != nil {
+				t.Fatalf("slow client cut off after a few seconds: %v", err)
+			}
+			time.Sleep(time.Second)
+		}
+		if good.AckedRecords() <= before {
+			t.Errorf("the well-behaved sender made no progress while a client sent headers one byte a second")
+		}
+	})
+
+	t.Run("2000 idle connections", func(t *testing.T) {
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < 2500 {
+			t.Skipf("open file limit %d is too low for 2,000 connections", lim.Cur)
+		}
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := 0; i < 2000; i++ {
+			addr := strings.TrimPrefix(r.gw.HTTPURL, "https://")
+			if i%2 == 1 {
+				addr = r.gw.GRPCAddr
+			}
+			c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+			if err != nil {
+				t.Fatalf("connection %d: %v", i, err)
+			}
+			conns = append(conns, c)
+		}
+		// New clients, HTTP and gRPC, are still served while 2,000 sit idle.
+		if err := client.SendLogs(ctx, e2e.FluentBitLogs(100, 2_000_000), e2e.Encoding{Gzip: true}); err != nil {
+			t.Errorf("HTTP client with 2,000 idle connections open: %v", err)
+		}
+		cc, err := e2e.DialGRPC(r.gw.GRPCAddr, r.rcv.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		if err := e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(100, 2_000_100)); err != nil {
+			t.Errorf("gRPC client with 2,000 idle connections open: %v", err)
+		}
+		st, _ := e2e.ReadProc(col.PID())
+		t.Logf("with 2,000 idle connections: RSS %.0f MiB (anonymous %.0f MiB)", mib(st.RSS), mib(st.Anon))
+	})
+
+	settleCtx := stopGood
+	st := settle(t, settleCtx, good, 2*time.Minute)
+	for code := range st.Statuses {
+		if code != http.StatusOK {
+			t.Errorf("the well-behaved sender saw status %d: bad input affected another client", code)
+		}
+	}
+	expectDelivered(t, r.sink, good.Acked(), 2*time.Minute)
+	if !col.Running() {
+		t.Fatalf("collector exited:\n%s", col.Output())
+	}
+	const bound = 256 << 20
+	peak := sampler.PeakAnon()
+	t.Logf("peak anonymous RSS through all bad input: %.0f MiB (VmRSS %.0f MiB)", mib(peak), mib(sampler.PeakRSS()))
+	if peak > bound {
+		t.Errorf("peak anonymous RSS %.0f MiB exceeds %d MiB", mib(peak), bound>>20)
+	}
+}
+
+// gzipBomb is about 1 MiB of gzip that inflates to 1 GiB of zeros.
+func gzipBomb(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for i := 0; i < 1024; i++ {
+		if _, err := zw.Write(zeros); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("gzip bomb: %d KiB inflating to 1 GiB", buf.Len()>>10)
+	return buf.Bytes()
+}
+
+func trim(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return fmt.Sprintf("%s", s)
+}

@@ -1,0 +1,150 @@
+package reliability_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+)
+
+// rig is one gateway as the StatefulSet runs it (config/gateway.yaml with mTLS on
+// the receiver, config/receiver-tls.yaml) in front of a TLS backend sink.
+type rig struct {
+	sink *e2e.Sink
+	gw   *e2e.Gateway
+	rcv  *e2e.ReceiverTLS
+}
+
+func newRig(t *testing.T, queueDir string, env ...string) *rig {
+	t.Helper()
+	backend := e2e.NewBackendTLS(t, "default")
+	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
+	rcv := e2e.NewReceiverTLS(t)
+	gw := e2e.NewGateway(t, e2e.GatewayOptions{
+		BackendURL: "https://" + sink.HTTPAddr,
+		Backend:    backend,
+		Receiver:   rcv,
+		QueueDir:   queueDir,
+		Env:        env,
+	})
+	return &rig{sink: sink, gw: gw, rcv: rcv}
+}
+
+// start runs the gateway binary directly (same ports and queue directory every time).
+func (r *rig) start(t *testing.T) *e2e.Collector {
+	t.Helper()
+	return e2e.Start(t, "", e2e.Options{Env: r.gw.Env, Args: r.gw.Args, ReadyTimeout: 90 * time.Second})
+}
+
+func (r *rig) sender(workers int, rate float64) *e2e.Sender {
+	return e2e.NewSender(e2e.SenderOptions{
+		URL: r.gw.HTTPURL + "/v1/logs", TLS: r.rcv.Client, Workers: workers, Rate: rate,
+	})
+}
+
+// settle stops feeding, lets the sender finish retrying what it holds, and fails
+// the test if a chunk was dropped (a non-retryable status) or never acknowledged.
+func settle(t *testing.T, cancel context.CancelFunc, s *e2e.Sender, timeout time.Duration) e2e.SenderStats {
+	t.Helper()
+	cancel()
+	if !s.Wait(timeout) {
+		t.Errorf("sender still retrying after %s", timeout)
+	}
+	st := s.Stats()
+	t.Logf("sender: acked %d records, dropped %d, retries %d, statuses per attempt %v", st.AckedRecords, st.DroppedRecords, st.Retries, st.Statuses)
+	for code, n := range st.Statuses {
+		if code != http.StatusOK && !e2e.Retryable(code) {
+			t.Errorf("receiver answered %d (%s) %d times: fluent-bit drops such a chunk", code, http.StatusText(code), n)
+		}
+	}
+	if st.DroppedRecords > 0 {
+		t.Errorf("%d records were dropped by the sender (not acknowledged)", st.DroppedRecords)
+	}
+	return st
+}
+
+// expectDelivered waits until every acknowledged record reached the sink, then
+// fails on any missing one and reports duplicates (at-least-once allows them).
+func expectDelivered(t *testing.T, sink *e2e.Sink, acked []int64, timeout time.Duration) e2e.LossReport {
+	t.Helper()
+	if len(acked) == 0 {
+		t.Fatal("nothing was acknowledged: the scenario did not run")
+	}
+	// Give up early once nothing has arrived for a while: what is missing then
+	// is lost, not late.
+	deadline := time.Now().Add(timeout)
+	var rep e2e.LossReport
+	last, lastChange := -1, time.Now()
+	for {
+		rep = sink.Loss(acked)
+		if rep.Received != last {
+			last, lastChange = rep.Received, time.Now()
+		}
+		if rep.Missing == 0 || time.Now().After(deadline) || time.Since(lastChange) > 45*time.Second {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("delivery: %s", rep)
+	if rep.Missing > 0 {
+		t.Errorf("%d of %d acknowledged records never arrived at the backend", rep.Missing, rep.Acked)
+	}
+	return rep
+}
+
+// queueSize reads otelcol_exporter_queue_size (bytes, the gateway's sizer) from
+// the collector's own metrics; -1 when it cannot be read.
+func queueSize(metricsAddr string) float64 {
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	total, found := 0.0, false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "otelcol_exporter_queue_size{") || !strings.Contains(line, `data_type="logs"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			total, found = total+v, true
+		}
+	}
+	if !found {
+		return -1
+	}
+	return total
+}
+
+// dirBytes is the disk space the files under dir take (allocated blocks).
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func waitUntil(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,131 @@
+package reliability_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+)
+
+// Scenario 1: overload inside a real 512 MiB memory cgroup (the StatefulSet's
+// limit; memory_limiter and the gomemlimit extension size themselves from it). Many fluent-bit workers
+// send large chunks as fast as the gateway answers. The process is never
+// OOM-killed, stays under the limit, refuses only with retryable statuses, and
+// once the load stops every acknowledged record has arrived.
+func TestOverloadInMemoryCgroup(t *testing.T) {
+	const limit = 512 << 20
+	cg := e2e.NewMemoryCgroup(t, limit)
+	r := newRig(t, "")
+	col := cg.Start(t, r.gw.Args, r.gw.Env)
+	sampler := e2e.SampleProc(col.PID(), 100*time.Millisecond)
+	defer sampler.Stop()
+
+	// 32 workers x 4,000-record chunks (about 4 MiB each, decoded): far more
+	// than the gateway sustains, so requests pile up in the receiver.
+	chunks := e2e.EncodeChunks(0, 60, 4000)
+	s := r.sender(32, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s.Send(ctx, chunks)
+	<-ctx.Done()
+	st := settle(t, cancel, s, 3*time.Minute)
+
+	peak := sampler.PeakAnon()
+	t.Logf("overload: peak anonymous RSS %.0f MiB (VmRSS with the mapped queue file %.0f MiB), cgroup peak %.0f MiB (limit %d MiB, page cache included), refusals %d x 503, %d x 429, OOM kills %d",
+		mib(peak), mib(sampler.PeakRSS()), mib(cg.PeakUsage()), limit>>20, st.Statuses[http.StatusServiceUnavailable], st.Statuses[http.StatusTooManyRequests], cg.OOMKills())
+	if n := cg.OOMKills(); n > 0 || !col.Running() {
+		t.Fatalf("collector was OOM-killed (%d) or exited under overload:\n%s", n, col.Output())
+	}
+	if peak >= limit {
+		t.Errorf("peak anonymous RSS %.0f MiB reached the %d MiB limit", mib(peak), limit>>20)
+	}
+	expectDelivered(t, r.sink, s.Acked(), 3*time.Minute)
+}
+
+// Scenario 4: the queue volume fills up (an 8 MiB tmpfs) while the backend is
+// down. The receiver refuses with a retryable status and the collector says why;
+// it does not crash, its queue is not corrupted (a restart on it works), and it
+// recovers once the backend drains the queue and space frees.
+//
+// Two sizings. With the queue bound below the volume's size (what config/README.md
+// asks for), the bound is reached first and nothing acknowledged is lost. With a
+// volume smaller than the bound the disk itself fills up: upstream's persistent
+// queue (exporterhelper v0.165.0, persistentQueue.getNextItem) deletes an item
+// it cannot mark as dispatched on ENOSPC, so acknowledged records are lost; that
+// subtest checks everything else and reports the loss.
+func TestQueueVolumeFull(t *testing.T) {
+	t.Run("queue bound below volume size", func(t *testing.T) {
+		queueVolumeFull(t, []string{"OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=3145728"}, "sending queue is full", true)
+	})
+	t.Run("volume smaller than queue bound", func(t *testing.T) {
+		queueVolumeFull(t, nil, "no space left on device", false)
+	})
+}
+
+func queueVolumeFull(t *testing.T, env []string, wantLog string, strict bool) {
+	vol := filepath.Join(t.TempDir(), "vol")
+	if err := os.Mkdir(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", vol).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+	}
+	// Registered before the collector starts, so it runs after the collector stopped.
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", vol).Run() })
+
+	r := newRig(t, filepath.Join(vol, "queue"), env...)
+	col := r.start(t)
+	r.sink.Refuse(true)
+	const total = 300 * 100 // ~30 MiB decoded: more than the volume holds
+	chunks := e2e.EncodeChunks(0, total/100, 100)
+	s := r.sender(4, 5000)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.Send(ctx, chunks)
+
+	if !waitUntil(2*time.Minute, func() bool { return s.Stats().Statuses[http.StatusServiceUnavailable] > 0 }) {
+		t.Fatalf("the receiver never refused although the queue volume is full; statuses %v", s.Stats().Statuses)
+	}
+	time.Sleep(2 * time.Second) // keep pushing against the full volume
+	if !col.Running() {
+		t.Fatalf("collector exited on a full queue volume:\n%s", col.Output())
+	}
+	if out := col.Output(); !strings.Contains(out, wantLog) {
+		t.Errorf("collector output does not say why it refuses (no %q):\n%s", wantLog, tail(out, 4000))
+	}
+	t.Logf("volume full: %d records acknowledged so far, statuses %v", s.AckedRecords(), s.Stats().Statuses)
+
+	// Restart on the full volume: the queue must open again (not corrupted).
+	if code, err := col.Stop(2 * time.Minute); err != nil || code != 0 {
+		t.Errorf("SIGTERM with a full queue volume: exit %d, %v", code, err)
+	}
+	col = r.start(t)
+	r.sink.Refuse(false)
+	if !waitUntil(3*time.Minute, func() bool { return s.AckedRecords() == total }) {
+		t.Errorf("after the backend came back only %d of %d records were acknowledged", s.AckedRecords(), total)
+	}
+	settle(t, cancel, s, 3*time.Minute)
+	if strict {
+		expectDelivered(t, r.sink, s.Acked(), 3*time.Minute)
+	} else if rep := r.sink.Loss(s.Acked()); rep.Missing > 0 || true {
+		waitUntil(time.Minute, func() bool { return r.sink.Loss(s.Acked()).Missing == 0 })
+		rep = r.sink.Loss(s.Acked())
+		t.Logf("volume smaller than the queue bound: %s (records lost on ENOSPC by upstream's persistent queue: %d)", rep, rep.Missing)
+	}
+	if !col.Running() {
+		t.Fatalf("collector exited:\n%s", col.Output())
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
