@@ -3,11 +3,13 @@
 # kube-apiserver, from the Go module proxy, into bin/.
 #
 # Each is built in its own throwaway module so that neither the Kubernetes
-# dependency graph nor etcd's can move a pin in the project's go.mod. A binary
-# that is already in bin/ is kept: the build takes minutes on two cores, and
-# CI and developers reuse the same bin/ between runs.
+# dependency graph nor etcd's can move a pin in the project's go.mod. A cold build
+# takes 10-20 minutes on two cores, so nothing is rebuilt that exists: a binary
+# already in bin/ is kept, and builds are cached per version outside the work
+# tree (KUBE_PEERS_CACHE, default ~/.cache/otelcol-relay/kube-peers), so a fresh
+# clone on the same machine (CI) only copies them.
 #
-# Usage: hack/kube-peers.sh            (BIN=dir to build elsewhere)
+# Usage: hack/kube-peers.sh            (BIN=dir to install elsewhere)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +20,8 @@ kube_version=${KUBE_VERSION:-v1.37.2}
 # ...) as v0.<minor>.<patch> alongside v1.<minor>.<patch> of k8s.io/kubernetes.
 staging_version=v0.${kube_version#v1.}
 
-mkdir -p "$bin"
+cache=${KUBE_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/otelcol-relay/kube-peers}
+mkdir -p "$bin" "$cache"
 export GOFLAGS="-mod=mod -buildvcs=false"
 export CGO_ENABLED=0
 
@@ -30,6 +33,11 @@ build_etcd() {
 		echo "kube-peers: $bin/etcd exists, not rebuilding"
 		return
 	fi
+	if [ -x "$cache/etcd-$etcd_version" ]; then
+		echo "kube-peers: etcd $etcd_version from $cache"
+		cp "$cache/etcd-$etcd_version" "$bin/etcd"
+		return
+	fi
 	echo "kube-peers: building etcd $etcd_version"
 	mkdir -p "$work/etcd"
 	(
@@ -38,12 +46,18 @@ build_etcd() {
 		go get "go.etcd.io/etcd/server/v3@$etcd_version"
 		go build -trimpath -ldflags='-s -w' -o "$work/etcd/etcd" go.etcd.io/etcd/server/v3
 	)
+	cp "$work/etcd/etcd" "$cache/etcd-$etcd_version"
 	mv "$work/etcd/etcd" "$bin/etcd"
 }
 
 build_kube_apiserver() {
 	if [ -x "$bin/kube-apiserver" ]; then
 		echo "kube-peers: $bin/kube-apiserver exists, not rebuilding"
+		return
+	fi
+	if [ -x "$cache/kube-apiserver-$kube_version" ]; then
+		echo "kube-peers: kube-apiserver $kube_version from $cache"
+		cp "$cache/kube-apiserver-$kube_version" "$bin/kube-apiserver"
 		return
 	fi
 	echo "kube-peers: building kube-apiserver $kube_version (staging modules $staging_version)"
@@ -73,6 +87,7 @@ build_kube_apiserver() {
 			-X k8s.io/component-base/version.gitTreeState=clean" \
 			k8s.io/kubernetes/cmd/kube-apiserver
 	)
+	cp "$work/kube/kube-apiserver" "$cache/kube-apiserver-$kube_version"
 	mv "$work/kube/kube-apiserver" "$bin/kube-apiserver"
 }
 
