@@ -9,6 +9,8 @@ apt_pkgs=()
 command -v prometheus >/dev/null 2>&1 || apt_pkgs+=(prometheus)
 command -v podman >/dev/null 2>&1 || apt_pkgs+=(podman)
 command -v runc >/dev/null 2>&1 || apt_pkgs+=(runc)
+command -v kubectl >/dev/null 2>&1 || apt_pkgs+=(kubectl)
+command -v unshare >/dev/null 2>&1 || apt_pkgs+=(util-linux)
 if ((${#apt_pkgs[@]})); then
 	if [ "$(id -u)" != 0 ]; then
 		echo "test-deps: need ${apt_pkgs[*]} from Debian; run: sudo apt-get install -y ${apt_pkgs[*]}" >&2

@@ -48,28 +48,6 @@ func deployDir(parts ...string) string {
 	return filepath.Join(append([]string{e2e.RepoRoot(), "deploy"}, parts...)...)
 }
 
-// TestDeployConfigCopiesMatch: kustomize reads no file outside a kustomization's
-// directory, so deploy/ carries copies of the configs in config/. They must not drift.
-func TestDeployConfigCopiesMatch(t *testing.T) {
-	for copyPath, orig := range map[string]string{
-		"deploy/base/gateway.yaml":      "config/gateway.yaml",
-		"deploy/base/receiver-tls.yaml": "config/receiver-tls.yaml",
-		"deploy/agent/agent.yaml":       "config/agent.yaml",
-	} {
-		a, err := os.ReadFile(filepath.Join(e2e.RepoRoot(), copyPath))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(e2e.RepoRoot(), orig))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(a, b) {
-			t.Errorf("%s differs from %s: copy it again (cp %s %s)", copyPath, orig, orig, copyPath)
-		}
-	}
-}
-
 // rendered is one overlay as kustomize builds it.
 type rendered struct {
 	configMaps   map[string]corev1.ConfigMap
