@@ -91,7 +91,7 @@ type Gateway struct {
 	Args []string
 	// HTTPURL is the OTLP/HTTP receiver's base URL (https:// with a Receiver).
 	HTTPURL, GRPCAddr, PprofAddr, MetricsAddr, HealthAddr string
-	QueueDir                                            string
+	QueueDir                                              string
 }
 
 // NewGateway prepares the environment and arguments for config/gateway.yaml. The

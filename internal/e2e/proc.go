@@ -83,11 +83,11 @@ type Sample struct {
 
 // ProcSampler reads a process's CPU and RSS at a fixed interval until stopped.
 type ProcSampler struct {
-	pid     int
-	start   time.Time
-	stop    chan struct{}
-	done    chan struct{}
-	mu      sync.Mutex
+	pid      int
+	start    time.Time
+	stop     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
 	samples  []Sample
 	peak     int64
 	peakAnon int64

@@ -113,9 +113,10 @@ func queueVolumeFull(t *testing.T, env []string, wantLog string, strict bool) {
 	settle(t, cancel, s, 3*time.Minute)
 	if strict {
 		expectDelivered(t, r.sink, s.Acked(), 3*time.Minute)
-	} else if rep := r.sink.Loss(s.Acked()); rep.Missing > 0 || true {
-		waitUntil(time.Minute, func() bool { return r.sink.Loss(s.Acked()).Missing == 0 })
-		rep = r.sink.Loss(s.Acked())
+	} else {
+		// Known upstream loss (see above): report it, do not fail on it.
+		waitUntil(20*time.Second, func() bool { return r.sink.Loss(s.Acked()).Missing == 0 })
+		rep := r.sink.Loss(s.Acked())
 		t.Logf("volume smaller than the queue bound: %s (records lost on ENOSPC by upstream's persistent queue: %d)", rep, rep.Missing)
 	}
 	if !col.Running() {

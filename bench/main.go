@@ -1,0 +1,339 @@
+// Command bench measures otelcol-relay's gateway side by side with the floor
+// (pdata decode/encode/compress in process) and the same pipeline with upstream's
+// default settings, interleaved, and runs the reliability scenarios at full
+// scale. It writes bench/results/<name>.md and <name>.png.
+//
+//	make build && OTELCOL_RELAY_BIN=bin/otelcol-relay go run ./bench [-runs 3] [-name gateway]
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+)
+
+var (
+	name        = flag.String("name", "gateway", "results name: bench/results/<name>.md and .png")
+	runs        = flag.Int("runs", 3, "runs of each variant, interleaved; medians are reported")
+	steadyDur   = flag.Duration("steady", 20*time.Second, "duration of the steady-rate phase")
+	steadyRate  = flag.Float64("rate", 10000, "steady rate, records/s (100 records a request)")
+	satRecords  = flag.Int("sat-records", 300000, "records sent as fast as possible for saturation (1,000 a request)")
+	scenarios   = flag.Bool("scenarios", true, "run the reliability scenarios at full scale")
+	overloadDur = flag.Duration("overload", 60*time.Second, "overload duration (offered at 3x the measured saturation)")
+	overloadMax = flag.Int("overload-records", 1500000, "cap on pre-encoded records for the overload")
+	outageDur   = flag.Duration("outage", 60*time.Second, "backend outage duration")
+	outageRate  = flag.Float64("outage-rate", 5000, "steady load during the outage, records/s")
+	outDir      = flag.String("out", "", "results directory (default <repo>/bench/results)")
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+	if _, err := e2e.EnsureBinary(); err != nil {
+		log.Fatal(err)
+	}
+	if *outDir == "" {
+		*outDir = filepath.Join(e2e.RepoRoot(), "bench", "results")
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	r := &report{Name: *name, Started: time.Now(), Command: "go run ./bench " + strings.Join(os.Args[1:], " ")}
+
+	log.Printf("pre-encoding payloads")
+	steadyN := int(*steadyRate * steadyDur.Seconds())
+	steadyChunks := e2e.EncodeChunks(0, steadyN/100, 100)
+	satChunks := e2e.EncodeChunks(int64(steadyN), *satRecords/1000, 1000)
+	r.PayloadBytes = avgRecordBytes(satChunks[0])
+
+	for i := 0; i < *runs; i++ {
+		order := []string{"floor", "gateway", "upstream"}
+		if i%2 == 1 {
+			order = []string{"upstream", "gateway", "floor"}
+		}
+		for _, v := range order {
+			log.Printf("run %d/%d: %s", i+1, *runs, v)
+			var res *runResult
+			var err error
+			if v == "floor" {
+				res = runFloor(satChunks)
+			} else {
+				err = measure(v, func(t *runTB) { res = runVariant(t, v, steadyChunks, satChunks, i == *runs-1) })
+			}
+			if err != nil {
+				log.Printf("%s run %d: %v", v, i+1, err)
+				r.Errors = append(r.Errors, err.Error())
+				continue
+			}
+			res.Variant = v
+			r.Runs = append(r.Runs, res)
+		}
+	}
+
+	if *scenarios {
+		sat := r.median("gateway", func(x *runResult) float64 { return x.SatRate })
+		r.Scenarios = runScenarios(sat, satChunks)
+	}
+	r.Finished = time.Now()
+	if err := r.write(*outDir); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("wrote %s", filepath.Join(*outDir, *name+".md"))
+}
+
+func avgRecordBytes(c e2e.Chunk) float64 {
+	zr, err := gzip.NewReader(bytes.NewReader(c.Body))
+	if err != nil {
+		return 0
+	}
+	raw, _ := io.ReadAll(zr)
+	return float64(len(raw)) / float64(c.N)
+}
+
+// runResult is one run of one variant.
+type runResult struct {
+	Variant string
+	// Steady rate phase.
+	SteadyCPUPct, SteadyCPUsPerM, SteadyRSSMean, SteadyRSSPeak float64
+	LatP50, LatP99                                             time.Duration
+	SteadyRecords, SteadyMissing                               int
+	// Saturation phase.
+	SatRate, SatPerCore, SatCPUsPerM, SatRSSPeak float64
+	SatMissing                                   int
+	// Timeline for the plot (the last run).
+	Series  []point
+	Profile string
+}
+
+type point struct {
+	T    float64 // seconds since start
+	Rate float64 // records/s delivered
+	RSS  float64 // MiB
+}
+
+// runFloor measures in process what no relay can avoid: gunzip, unmarshal,
+// marshal and gzip (the exporter's default level) of the same payload.
+func runFloor(chunks []e2e.Chunk) *runResult {
+	before := rusage()
+	start := time.Now()
+	n := 0
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
+	for _, c := range chunks {
+		zr, err := gzip.NewReader(bytes.NewReader(c.Body))
+		if err != nil {
+			log.Fatal(err)
+		}
+		raw, _ := io.ReadAll(zr)
+		req := plogotlp.NewExportRequest()
+		if err := req.UnmarshalProto(raw); err != nil {
+			log.Fatal(err)
+		}
+		enc, _ := req.MarshalProto()
+		out.Reset()
+		zw.Reset(&out)
+		_, _ = zw.Write(enc)
+		_ = zw.Close()
+		n += c.N
+	}
+	cpu := (rusage() - before).Seconds()
+	wall := time.Since(start).Seconds()
+	return &runResult{SatRate: float64(n) / wall, SatPerCore: float64(n) / cpu, SatCPUsPerM: cpu / float64(n) * 1e6}
+}
+
+func rusage() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// startVariant starts the collector for variant against a fresh bench sink.
+func startVariant(t *runTB, variant string, maxSeq int64, env ...string) (*sink, *e2e.Gateway, *e2e.ReceiverTLS, func() *e2e.Collector) {
+	backend := e2e.NewBackendTLS(t, "default")
+	s := newSink(t, backend.Server, maxSeq)
+	rcv := e2e.NewReceiverTLS(t)
+	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: s.URL, Backend: backend, Receiver: rcv, Env: env})
+	args := gw.Args
+	if variant == "upstream" {
+		args = []string{"--config", filepath.Join(e2e.RepoRoot(), "bench", "upstream-defaults.yaml"),
+			"--config", filepath.Join(e2e.RepoRoot(), "config", "receiver-tls.yaml")}
+	}
+	start := func() *e2e.Collector {
+		return e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: args, ReadyTimeout: 90 * time.Second})
+	}
+	return s, gw, rcv, start
+}
+
+func newSender(gw *e2e.Gateway, rcv *e2e.ReceiverTLS, workers int, rate float64) *e2e.Sender {
+	return e2e.NewSender(e2e.SenderOptions{URL: gw.HTTPURL + "/v1/logs", TLS: rcv.Client, Workers: workers, Rate: rate})
+}
+
+func sumRecords(chunks []e2e.Chunk) int {
+	n := 0
+	for _, c := range chunks {
+		n += c.N
+	}
+	return n
+}
+
+func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, profile bool) *runResult {
+	steadyN, satN := sumRecords(steadyChunks), sumRecords(satChunks)
+	s, gw, rcv, start := startVariant(t, variant, int64(steadyN+satN))
+	col := start()
+	res := &runResult{}
+	t0 := time.Now()
+
+	// Timeline sampling: CPU, RSS and delivered records every 250 ms.
+	type sample struct {
+		at        time.Time
+		st        e2e.ProcStat
+		delivered int64
+	}
+	var samples []sample
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			st, err := e2e.ReadProc(col.PID())
+			if err == nil {
+				samples = append(samples, sample{time.Now(), st, s.received.Load()})
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	cpuNow := func() time.Duration { st, _ := e2e.ReadProc(col.PID()); return st.CPU }
+	waitDelivered := func(n int64, timeout time.Duration) bool {
+		deadline := time.Now().Add(timeout)
+		for s.received.Load() < n {
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return true
+	}
+
+	// Steady: 10,000 records/s, 100 a request (upstream's load-test method).
+	time.Sleep(2 * time.Second) // let startup settle
+	phase0, cpu0 := time.Now(), cpuNow()
+	snd := newSender(gw, rcv, 4, *steadyRate)
+	snd.Send(t.ctx(), steadyChunks)
+	snd.Wait(10 * time.Minute)
+	if !waitDelivered(int64(steadyN), 2*time.Minute) {
+		t.Errorf("steady: only %d of %d records delivered", s.received.Load(), steadyN)
+	}
+	phase1, cpu1 := time.Now(), cpuNow()
+	wall := phase1.Sub(phase0).Seconds()
+	res.SteadyRecords = steadyN
+	res.SteadyCPUPct = 100 * (cpu1 - cpu0).Seconds() / wall
+	res.SteadyCPUsPerM = (cpu1 - cpu0).Seconds() / float64(steadyN) * 1e6
+	var rssSum float64
+	var rssN int
+	for _, x := range samples {
+		if x.at.After(phase0) && x.at.Before(phase1) {
+			rssSum += float64(x.st.RSS)
+			rssN++
+			res.SteadyRSSPeak = max(res.SteadyRSSPeak, float64(x.st.RSS)/(1<<20))
+		}
+	}
+	if rssN > 0 {
+		res.SteadyRSSMean = rssSum / float64(rssN) / (1 << 20)
+	}
+	var lats []time.Duration
+	for _, cr := range snd.Results() {
+		for i := 0; i < cr.Chunk.N; i++ {
+			if a := s.firstArrival(cr.Chunk.First + int64(i)); a > 0 {
+				lats = append(lats, time.Duration(a-cr.Start.UnixNano()))
+			}
+		}
+	}
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	if len(lats) > 0 {
+		res.LatP50, res.LatP99 = lats[len(lats)/2], lats[len(lats)*99/100]
+	}
+	res.SteadyMissing, _ = s.loss(snd.Acked())
+
+	// Saturation: 1,000-record requests as fast as the collector takes them,
+	// measured until the backend has everything.
+	phase2, cpu2 := time.Now(), cpuNow()
+	profiled := make(chan struct{})
+	if profile {
+		go func() { defer close(profiled); res.Profile = fetchProfile(t, gw.PprofAddr, variant) }()
+	} else {
+		close(profiled)
+	}
+	snd2 := newSender(gw, rcv, 8, 0)
+	snd2.Send(t.ctx(), satChunks)
+	snd2.Wait(10 * time.Minute)
+	if !waitDelivered(int64(steadyN+satN), 5*time.Minute) {
+		t.Errorf("saturation: only %d of %d records delivered", s.received.Load()-int64(steadyN), satN)
+	}
+	phase3, cpu3 := time.Now(), cpuNow()
+	res.SatRate = float64(satN) / phase3.Sub(phase2).Seconds()
+	res.SatPerCore = float64(satN) / (cpu3 - cpu2).Seconds()
+	res.SatCPUsPerM = (cpu3 - cpu2).Seconds() / float64(satN) * 1e6
+	for _, x := range samples {
+		if x.at.After(phase2) {
+			res.SatRSSPeak = max(res.SatRSSPeak, float64(x.st.RSS)/(1<<20))
+		}
+	}
+	res.SatMissing, _ = s.loss(snd2.Acked())
+	<-profiled // the collector must outlive the profile
+	time.Sleep(time.Second)
+	close(stopSampling)
+	<-sampled
+	for i := 1; i < len(samples); i++ {
+		dt := samples[i].at.Sub(samples[i-1].at).Seconds()
+		res.Series = append(res.Series, point{
+			T:    samples[i].at.Sub(t0).Seconds(),
+			Rate: float64(samples[i].delivered-samples[i-1].delivered) / dt,
+			RSS:  float64(samples[i].st.RSS) / (1 << 20),
+		})
+	}
+	if _, err := col.Stop(time.Minute); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	return res
+}
+
+// fetchProfile takes a 10 s CPU profile from the pprof extension and returns the
+// top of `go tool pprof -top`.
+func fetchProfile(t *runTB, addr, variant string) string {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=10")
+	if err != nil {
+		return "profile: " + err.Error()
+	}
+	defer resp.Body.Close()
+	f := filepath.Join(*outDir, fmt.Sprintf("%s-%s-saturation.pprof", *name, variant))
+	raw, _ := io.ReadAll(resp.Body)
+	if err := os.WriteFile(f, raw, 0o644); err != nil {
+		return "profile: " + err.Error()
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", f).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("pprof: %v\n%s", err, out)
+	}
+	return string(out)
+}
