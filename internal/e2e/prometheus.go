@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,14 +57,26 @@ type PrometheusOptions struct {
 	Rules string
 	// Interval is both the scrape and the rule evaluation interval; 1s when zero.
 	Interval time.Duration
+	// TLS, when set, makes the server serve HTTPS only (--web.config.file), as
+	// a production server behind a bearer token must.
+	TLS *PrometheusTLS
+}
+
+// PrometheusTLS is the server's keypair and the CA that issued it, which the
+// helpers' own client (readiness, Query) trusts.
+type PrometheusTLS struct {
+	CertFile, KeyFile, CAFile string
 }
 
 // Prometheus is a real Prometheus server run as a subprocess on a loopback port
 // with its own temporary data directory. It is stopped when the test ends.
 type Prometheus struct {
-	// URL is the server's base URL, e.g. http://127.0.0.1:41234.
+	// URL is the server's base URL, e.g. http://127.0.0.1:41234 (https:// with TLS).
 	URL  string
 	Addr string
+	// Client reaches URL: http.DefaultClient, or one trusting PrometheusTLS.CAFile.
+	Client *http.Client
+
 	cmd  *exec.Cmd
 	out  *syncBuffer
 	done chan struct{}
@@ -107,17 +121,36 @@ func StartPrometheus(t testing.TB, opts PrometheusOptions) *Prometheus {
 		t.Fatal(err)
 	}
 
-	p := &Prometheus{Addr: FreeAddr(t), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &Prometheus{Addr: FreeAddr(t), out: &syncBuffer{}, done: make(chan struct{}), Client: http.DefaultClient}
 	p.URL = "http://" + p.Addr
-	p.cmd = exec.Command(bin,
-		"--config.file="+cfgPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+p.Addr,
+	args := []string{
+		"--config.file=" + cfgPath,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + p.Addr,
 		"--storage.tsdb.retention.time=1h",
 		// Debian's defaults point at /etc/prometheus; nothing there is needed.
-		"--web.console.templates="+dir,
-		"--web.console.libraries="+dir,
-	)
+		"--web.console.templates=" + dir,
+		"--web.console.libraries=" + dir,
+	}
+	if opts.TLS != nil {
+		web := filepath.Join(dir, "web.yml")
+		webCfg := fmt.Sprintf("tls_server_config:\n  cert_file: %q\n  key_file: %q\n", opts.TLS.CertFile, opts.TLS.KeyFile)
+		if err := os.WriteFile(web, []byte(webCfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--web.config.file="+web)
+		ca, err := os.ReadFile(opts.TLS.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(ca) {
+			t.Fatalf("no certificate in PrometheusTLS.CAFile %s", opts.TLS.CAFile)
+		}
+		p.URL = "https://" + p.Addr
+		p.Client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}}}
+	}
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -135,7 +168,7 @@ func StartPrometheus(t testing.TB, opts PrometheusOptions) *Prometheus {
 	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(p.URL + "/-/ready")
+		resp, err := p.Client.Get(p.URL + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -194,7 +227,7 @@ func (p *Prometheus) Query(ctx context.Context, expr string) ([]PromSample, erro
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.Client.Do(req)
 	if err != nil {
 		return nil, err
 	}
