@@ -116,8 +116,8 @@ type runResult struct {
 	SatRate, SatPerCore, SatCPUsPerM, SatRSSPeak float64
 	SatMissing                                   int
 	// Timeline for the plot (the last run).
-	Series  []point
-	Profile string
+	Series                 []point
+	Profile, ProfileSteady string
 }
 
 type point struct {
@@ -240,7 +240,18 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	phase0, cpu0 := time.Now(), cpuNow()
 	snd := newSender(gw, rcv, 4, *steadyRate)
 	snd.Send(t.ctx(), steadyChunks)
+	steadyProfiled := make(chan struct{})
+	if profile {
+		go func() {
+			defer close(steadyProfiled)
+			time.Sleep(2 * time.Second)
+			res.ProfileSteady = fetchProfile(t, gw.PprofAddr, variant, "steady")
+		}()
+	} else {
+		close(steadyProfiled)
+	}
 	snd.Wait(10 * time.Minute)
+	<-steadyProfiled
 	if !waitDelivered(int64(steadyN), 2*time.Minute) {
 		t.Errorf("steady: only %d of %d records delivered", s.received.Load(), steadyN)
 	}
@@ -280,7 +291,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	phase2, cpu2 := time.Now(), cpuNow()
 	profiled := make(chan struct{})
 	if profile {
-		go func() { defer close(profiled); res.Profile = fetchProfile(t, gw.PprofAddr, variant) }()
+		go func() { defer close(profiled); res.Profile = fetchProfile(t, gw.PprofAddr, variant, "saturation") }()
 	} else {
 		close(profiled)
 	}
@@ -320,13 +331,13 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 
 // fetchProfile takes a 10 s CPU profile from the pprof extension and returns the
 // top of `go tool pprof -top`.
-func fetchProfile(t *runTB, addr, variant string) string {
+func fetchProfile(t *runTB, addr, variant, phase string) string {
 	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=10")
 	if err != nil {
 		return "profile: " + err.Error()
 	}
 	defer resp.Body.Close()
-	f := filepath.Join(*outDir, fmt.Sprintf("%s-%s-saturation.pprof", *name, variant))
+	f := filepath.Join(*outDir, fmt.Sprintf("%s-%s-%s.pprof", *name, variant, phase))
 	raw, _ := io.ReadAll(resp.Body)
 	if err := os.WriteFile(f, raw, 0o644); err != nil {
 		return "profile: " + err.Error()

@@ -147,6 +147,9 @@ func (r *report) write(dir string) error {
 	w("\n")
 
 	for _, x := range r.Runs {
+		if x.ProfileSteady != "" {
+			w("### CPU profile at %.0f records/s: %s (pprof extension, 10 s, `go tool pprof -top`)\n\n```\n%s\n```\n\n", *steadyRate, x.Variant, trimProfile(x.ProfileSteady))
+		}
 		if x.Profile != "" {
 			w("### CPU profile at saturation: %s (pprof extension, 10 s, `go tool pprof -top`)\n\n```\n%s\n```\n\n", x.Variant, trimProfile(x.Profile))
 		}
@@ -223,7 +226,7 @@ func (r *report) plot(path string) error {
 		}
 	}
 	tp, rss := plot.New(), plot.New()
-	tp.Title.Text = fmt.Sprintf("Delivered records/s (steady %.0f/s, then saturation)", *steadyRate)
+	tp.Title.Text = fmt.Sprintf("Delivered records/s, 1 s mean (steady %.0f/s, then saturation)", *steadyRate)
 	tp.X.Label.Text, tp.Y.Label.Text = "seconds", "records/s"
 	rss.Title.Text = "Collector RSS"
 	rss.X.Label.Text, rss.Y.Label.Text = "seconds", "MiB"
@@ -234,7 +237,13 @@ func (r *report) plot(path string) error {
 		}
 		rate, mem := make(plotter.XYs, len(x.Series)), make(plotter.XYs, len(x.Series))
 		for i, p := range x.Series {
-			rate[i] = plotter.XY{X: p.T, Y: p.Rate}
+			// A one-second trailing mean: the exporter delivers in batches, so
+			// 250 ms samples alternate between bursts and nothing.
+			sum, n := 0.0, 0
+			for j := i; j >= 0 && p.T-x.Series[j].T < 1; j-- {
+				sum, n = sum+x.Series[j].Rate, n+1
+			}
+			rate[i] = plotter.XY{X: p.T, Y: sum / float64(n)}
 			mem[i] = plotter.XY{X: p.T, Y: p.RSS}
 		}
 		for _, pair := range []struct {
