@@ -13,7 +13,9 @@
 //   - two backends whose headers read the same environment variable (recorded as
 //     written by components/safeconfigprovider under its HeaderEnvKey);
 //   - a backend exporter that no pipeline uses (what a second --config merged without
-//     confmap.enableMergeAppendOption silently does to the first backend).
+//     confmap.enableMergeAppendOption silently does to the first backend);
+//   - persistent sending queues whose byte bounds do not fit their file_storage
+//     volume (upstream's queue loses acknowledged data on a full disk).
 //
 // Errors name the exporter and the field.
 package safeconfigconverter // import "github.com/otelcol-relay/otelcol-relay/components/safeconfigconverter"
@@ -75,7 +77,9 @@ func (converter) Convert(_ context.Context, conf *confmap.Conf) error {
 		// Every other finding would only describe the damage the merge did.
 		return fmt.Errorf("safeconfig: %w", err)
 	}
-	if errs := Check(conf.ToStringMap(), envs); len(errs) > 0 {
+	cfg := conf.ToStringMap()
+	errs := append(Check(cfg, envs), checkQueueVolumes(cfg, volumeSize)...)
+	if len(errs) > 0 {
 		return fmt.Errorf("safeconfig: %w", errors.Join(errs...))
 	}
 	return nil

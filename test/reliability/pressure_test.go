@@ -53,22 +53,37 @@ func TestOverloadInMemoryCgroup(t *testing.T) {
 // it does not crash, its queue is not corrupted (a restart on it works), and it
 // recovers once the backend drains the queue and space frees.
 //
-// Two sizings. With the queue bound below the volume's size (what config/README.md
-// asks for), the bound is reached first and nothing acknowledged is lost. With a
-// volume smaller than the bound the disk itself fills up: upstream's persistent
-// queue (exporterhelper v0.165.0, persistentQueue.getNextItem) deletes an item
-// it cannot mark as dispatched on ENOSPC, so acknowledged records are lost; that
-// subtest checks everything else and reports the loss.
+// The queue bounds must fit the volume: when the disk fills before a bound is
+// reached, upstream's persistent queue (exporterhelper v0.165.0,
+// persistentQueue.getNextItem) deletes items it cannot mark as dispatched on ENOSPC
+// and acknowledged records are lost (1,700-1,900 of 30,000 per run, measured
+// here before the rule existed). So the distribution refuses, at startup, queue
+// bounds that do not fit (components/safeconfigconverter, queuevolume.go); with
+// bounds that fit, the bound is reached first and nothing is lost.
 func TestQueueVolumeFull(t *testing.T) {
-	t.Run("queue bound below volume size", func(t *testing.T) {
-		queueVolumeFull(t, []string{"OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=3145728"}, "sending queue is full", true)
+	t.Run("queue bounds fit the volume", func(t *testing.T) {
+		// 1 MiB x 3 signals, twice over for the bbolt file and its compaction copy: 6 MiB of 8.
+		queueVolumeFull(t, []string{"OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=1048576"}, "sending queue is full")
 	})
-	t.Run("volume smaller than queue bound", func(t *testing.T) {
-		queueVolumeFull(t, nil, "no space left on device", false)
+	t.Run("queue bounds larger than the volume are refused at startup", func(t *testing.T) {
+		vol := tmpfsVolume(t)
+		r := newRig(t, filepath.Join(vol, "queue")) // the default 512 MiB per signal
+		col := e2e.Start(t, "", e2e.Options{Env: r.gw.Env, Args: r.gw.Args, NoWait: true})
+		code, err := col.Wait(time.Minute)
+		if err != nil || code == 0 {
+			t.Fatalf("gateway with 1.5 GiB of queue bounds on an 8 MiB volume: exit %d, %v; want a startup error", code, err)
+		}
+		for _, want := range []string{"persistent queues on " + filepath.Join(vol, "queue"), "but the volume at " + vol + " holds 8 MiB", "exporters::otlp_http/default: sending_queue::queue_size 536870912 bytes x 3 signals"} {
+			if !strings.Contains(col.Output(), want) {
+				t.Errorf("startup error does not say %q:\n%s", want, col.Output())
+			}
+		}
 	})
 }
 
-func queueVolumeFull(t *testing.T, env []string, wantLog string, strict bool) {
+// tmpfsVolume mounts an 8 MiB tmpfs for the test (root only) and unmounts it after.
+func tmpfsVolume(t *testing.T) string {
+	t.Helper()
 	vol := filepath.Join(t.TempDir(), "vol")
 	if err := os.Mkdir(vol, 0o755); err != nil {
 		t.Fatal(err)
@@ -78,7 +93,11 @@ func queueVolumeFull(t *testing.T, env []string, wantLog string, strict bool) {
 	}
 	// Registered before the collector starts, so it runs after the collector stopped.
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", vol).Run() })
+	return vol
+}
 
+func queueVolumeFull(t *testing.T, env []string, wantLog string) {
+	vol := tmpfsVolume(t)
 	r := newRig(t, filepath.Join(vol, "queue"), env...)
 	col := r.start(t)
 	r.sink.Refuse(true)
@@ -111,14 +130,7 @@ func queueVolumeFull(t *testing.T, env []string, wantLog string, strict bool) {
 		t.Errorf("after the backend came back only %d of %d records were acknowledged", s.AckedRecords(), total)
 	}
 	settle(t, cancel, s, 3*time.Minute)
-	if strict {
-		expectDelivered(t, r.sink, s.Acked(), 3*time.Minute)
-	} else {
-		// Known upstream loss (see above): report it, do not fail on it.
-		waitUntil(20*time.Second, func() bool { return r.sink.Loss(s.Acked()).Missing == 0 })
-		rep := r.sink.Loss(s.Acked())
-		t.Logf("volume smaller than the queue bound: %s (records lost on ENOSPC by upstream's persistent queue: %d)", rep, rep.Missing)
-	}
+	expectDelivered(t, r.sink, s.Acked(), 3*time.Minute)
 	if !col.Running() {
 		t.Fatalf("collector exited:\n%s", col.Output())
 	}

@@ -1,0 +1,124 @@
+package safeconfigconverter
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// diskPerQueuedByte is how much disk a byte of queue_size can take. file_storage
+// keeps the queue in a bbolt file, which grows in powers of two (then in 1 GiB
+// steps) and keeps freed pages, and compaction writes a full copy of that file
+// beside it before swapping. Twice the bound keeps both on the volume.
+const diskPerQueuedByte = 2
+
+// fsSizer returns the size in bytes of the filesystem that holds dir, and the
+// directory it was measured at (the nearest one that exists). ok is false where
+// it cannot tell.
+type fsSizer func(dir string) (size uint64, measured string, ok bool)
+
+// persistentQueue is one exporter's sending queue on one file_storage volume.
+type persistentQueue struct {
+	exporter string
+	bytes    uint64
+	signals  []string
+}
+
+// checkQueueVolumes refuses persistent sending queues whose byte bounds, all of
+// them together, cannot fit their file_storage volume. When the disk fills before
+// a queue reaches its bound, upstream's persistent queue (exporterhelper v0.165.0,
+// persistentQueue.getNextItem) deletes items it cannot update on ENOSPC: data the
+// receiver has acknowledged is lost. With the bounds inside the volume, a full
+// queue refuses new data with a retryable error instead, and loses nothing.
+// Queues bounded in items or requests cannot be sized in bytes and are left alone.
+func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
+	extensions := asMap(cfg["extensions"])
+	signals := exporterSignals(asMap(asMap(cfg["service"])["pipelines"]))
+
+	byDir := map[string][]persistentQueue{}
+	exporters := asMap(cfg["exporters"])
+	for _, id := range sortedKeys(exporters) {
+		q := asMap(asMap(exporters[id])["sending_queue"])
+		storage, _ := q["storage"].(string)
+		if storage == "" || q["enabled"] == false || q["sizer"] != "bytes" || len(signals[id]) == 0 {
+			continue
+		}
+		if t, _ := splitID(storage); t != "file_storage" {
+			continue
+		}
+		n, ok := toUint(q["queue_size"])
+		if !ok {
+			continue
+		}
+		dir, _ := asMap(extensions[storage])["directory"].(string)
+		if dir == "" {
+			dir = "/var/lib/otelcol/file_storage" // file_storage's default on Linux
+		}
+		byDir[filepath.Clean(dir)] = append(byDir[filepath.Clean(dir)], persistentQueue{id, n, signals[id]})
+	}
+
+	var errs []error
+	for _, dir := range sortedKeys(toAny(byDir)) {
+		total, measured, ok := size(dir)
+		if !ok {
+			continue
+		}
+		var need uint64
+		var parts []string
+		for _, q := range byDir[dir] {
+			need += q.bytes * uint64(len(q.signals)) * diskPerQueuedByte
+			parts = append(parts, fmt.Sprintf("exporters::%s: sending_queue::queue_size %d bytes x %d signals (%s)", q.exporter, q.bytes, len(q.signals), strings.Join(q.signals, ", ")))
+		}
+		if need > total {
+			errs = append(errs, fmt.Errorf("persistent queues on %s need up to %s of disk (twice their bounds: the queue file and its compaction copy), but the volume at %s holds %s; on a full volume acknowledged data would be lost, so lower queue_size or grow the volume: %s",
+				dir, mib(need), measured, mib(total), strings.Join(parts, "; ")))
+		}
+	}
+	return errs
+}
+
+// exporterSignals maps each exporter to the signals (logs, metrics, traces, ...)
+// of the pipelines that send to it: an exporter keeps one queue per signal.
+func exporterSignals(pipelines map[string]any) map[string][]string {
+	seen := map[string]map[string]bool{}
+	for pid, p := range pipelines {
+		signal, _, _ := strings.Cut(pid, "/")
+		for _, e := range asList(asMap(p)["exporters"]) {
+			if s, ok := e.(string); ok {
+				if seen[s] == nil {
+					seen[s] = map[string]bool{}
+				}
+				seen[s][signal] = true
+			}
+		}
+	}
+	out := map[string][]string{}
+	for id, set := range seen {
+		for s := range set {
+			out[id] = append(out[id], s)
+		}
+		sort.Strings(out[id])
+	}
+	return out
+}
+
+func toUint(v any) (uint64, bool) {
+	switch n := v.(type) {
+	case int:
+		return uint64(n), n > 0
+	case int64:
+		return uint64(n), n > 0
+	case uint64:
+		return n, n > 0
+	case float64:
+		return uint64(n), n > 0
+	case string:
+		u, err := strconv.ParseUint(n, 10, 64)
+		return u, err == nil && u > 0
+	}
+	return 0, false
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
