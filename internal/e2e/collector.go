@@ -141,21 +141,38 @@ func WriteConfig(t testing.TB, yaml string) string {
 // failed.
 func Start(t testing.TB, config string, opts Options) *Collector {
 	t.Helper()
-	c := &Collector{t: t, out: &syncBuffer{}, done: make(chan struct{})}
-	args := opts.Args
+	args, configPath := opts.Args, ""
 	if args == nil {
-		c.ConfigPath = WriteConfig(t, config)
-		args = []string{"--config", c.ConfigPath}
+		configPath = WriteConfig(t, config)
+		args = []string{"--config", configPath}
 	}
-	c.cmd = exec.Command(Binary(t), args...)
-	c.cmd.Env = append(os.Environ(), opts.Env...)
+	c := launch(t, Binary(t), args, opts.Env, opts.Dir)
+	c.ConfigPath = configPath
+	if !opts.NoWait {
+		timeout := opts.ReadyTimeout
+		if timeout == 0 {
+			timeout = 60 * time.Second
+		}
+		if err := c.WaitForOutput(readyLine, timeout); err != nil {
+			t.Fatalf("collector did not become ready: %v\n%s", err, c.Output())
+		}
+	}
+	return c
+}
+
+// launch starts name with args, collects its output, and stops it when the test ends.
+func launch(t testing.TB, name string, args, env []string, dir string) *Collector {
+	t.Helper()
+	c := &Collector{t: t, out: &syncBuffer{}, done: make(chan struct{})}
+	c.cmd = exec.Command(name, args...)
+	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
-	c.cmd.Dir = opts.Dir
+	c.cmd.Dir = dir
 	if c.cmd.Dir == "" {
 		c.cmd.Dir = t.TempDir()
 	}
 	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("start collector: %v", err)
+		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() {
 		c.exitErr = c.cmd.Wait()
@@ -166,18 +183,9 @@ func Start(t testing.TB, config string, opts Options) *Collector {
 			_, _ = c.Stop(30 * time.Second)
 		}
 		if t.Failed() {
-			t.Logf("collector output (pid %d):\n%s", c.cmd.Process.Pid, c.Output())
+			t.Logf("%s output (pid %d):\n%s", filepath.Base(name), c.cmd.Process.Pid, c.Output())
 		}
 	})
-	if !opts.NoWait {
-		timeout := opts.ReadyTimeout
-		if timeout == 0 {
-			timeout = 60 * time.Second
-		}
-		if err := c.WaitForOutput(readyLine, timeout); err != nil {
-			t.Fatalf("collector did not become ready: %v\n%s", err, c.Output())
-		}
-	}
 	return c
 }
 

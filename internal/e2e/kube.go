@@ -95,7 +95,7 @@ func StartKube(t testing.TB) *Kube {
 		"--unsafe-no-fsync=true",
 		"--log-level=warn",
 	)
-	if !waitFor(60*time.Second, func() bool {
+	if !WaitFor(60*time.Second, func() bool {
 		if etcdExited() {
 			t.Fatalf("etcd exited during startup (its output follows)")
 		}
@@ -171,7 +171,7 @@ func StartKube(t testing.TB) *Kube {
 		t.Fatal(err)
 	}
 	var last string
-	if !waitFor(120*time.Second, func() bool {
+	if !WaitFor(120*time.Second, func() bool {
 		if apiExited() {
 			t.Fatalf("kube-apiserver exited during startup (its output follows)")
 		}

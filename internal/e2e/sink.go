@@ -219,7 +219,7 @@ func (s *Sink) Reset() {
 // WaitForLogRecords waits until at least n log records have arrived.
 func (s *Sink) WaitForLogRecords(t testing.TB, n int, timeout time.Duration) {
 	t.Helper()
-	if !waitFor(timeout, func() bool { return s.LogRecordCount() >= n }) {
+	if !WaitFor(timeout, func() bool { return s.LogRecordCount() >= n }) {
 		t.Fatalf("sink got %d log records, want %d within %s", s.LogRecordCount(), n, timeout)
 	}
 }
@@ -227,7 +227,7 @@ func (s *Sink) WaitForLogRecords(t testing.TB, n int, timeout time.Duration) {
 // WaitForDataPoints waits until at least n metric data points have arrived.
 func (s *Sink) WaitForDataPoints(t testing.TB, n int, timeout time.Duration) {
 	t.Helper()
-	if !waitFor(timeout, func() bool { return s.DataPointCount() >= n }) {
+	if !WaitFor(timeout, func() bool { return s.DataPointCount() >= n }) {
 		t.Fatalf("sink got %d data points, want %d within %s", s.DataPointCount(), n, timeout)
 	}
 }
@@ -284,7 +284,8 @@ func forEachRecord(ld plog.Logs, f func(plog.LogRecord)) {
 	}
 }
 
-func waitFor(timeout time.Duration, cond func() bool) bool {
+// WaitFor polls cond until it holds or timeout passes, and reports which.
+func WaitFor(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {

@@ -692,7 +692,7 @@ func TestKubeAttributes(t *testing.T) {
 			if err := send(mark); err != nil {
 				t.Logf("%s: send: %v", name, err)
 			}
-			waitUntil(5*time.Second, func() bool {
+			e2e.WaitFor(5*time.Second, func() bool {
 				last = resourceOf(sink, mark)
 				return last != nil && last["k8s.pod.uid"] != ""
 			})
@@ -723,7 +723,7 @@ func TestKubeAttributes(t *testing.T) {
 	if err := sendAnonymousFrom(t, fluentBit, "anonymous"); err != nil {
 		t.Fatal(err)
 	}
-	if !waitUntil(30*time.Second, func() bool { return resourceOf(gwSink, "anonymous") != nil }) {
+	if !e2e.WaitFor(30*time.Second, func() bool { return resourceOf(gwSink, "anonymous") != nil }) {
 		t.Fatal("anonymous record never reached the sink")
 	}
 	if res := resourceOf(gwSink, "anonymous"); res["k8s.pod.uid"] != "" {
@@ -763,19 +763,6 @@ func resourceOf(s *e2e.Sink, mark string) map[string]string {
 		}
 	}
 	return nil
-}
-
-func waitUntil(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func tail(s string) string {
@@ -928,7 +915,7 @@ func TestKubeKubeletStats(t *testing.T) {
 	t.Run("aks skips verification and sends the token", func(t *testing.T) {
 		col, sink, kubelet := run(t, deployDir("overlays", "aks"))
 		var names map[string]map[string]string
-		ok := waitUntil(90*time.Second, func() bool {
+		ok := e2e.WaitFor(90*time.Second, func() bool {
 			names = metricNames(sink)
 			return hasPrefix(names, "k8s.node.") && hasPrefix(names, "k8s.pod.") && hasPrefix(names, "container.")
 		})

@@ -63,44 +63,10 @@ type gatewayEnv struct {
 
 func newGatewayEnv(t *testing.T, def, second *tlsBackend) *gatewayEnv {
 	t.Helper()
-	dir := t.TempDir()
-	closed := e2e.FreeAddr(t)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	testcerts.WriteFile(t, kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: none, cluster: {server: "https://%s", insecure-skip-tls-verify: true}}]
-users: [{name: none, user: {token: none}}]
-contexts: [{name: none, context: {cluster: none, user: none}}]
-current-context: none
-`, closed)))
-	token := filepath.Join(dir, "federation-token")
-	testcerts.WriteFile(t, token, []byte("federation-token\n"))
-	httpPort := e2e.FreePort(t)
-	g := &gatewayEnv{httpAddr: fmt.Sprintf("127.0.0.1:%d", httpPort)}
-	g.env = []string{
-		"MY_POD_IP=127.0.0.1",
-		fmt.Sprintf("RELAY_OTLP_HTTP_PORT=%d", httpPort),
-		fmt.Sprintf("RELAY_OTLP_GRPC_PORT=%d", e2e.FreePort(t)),
-		fmt.Sprintf("RELAY_HEALTH_PORT=%d", e2e.FreePort(t)),
-		fmt.Sprintf("RELAY_PPROF_PORT=%d", e2e.FreePort(t)),
-		fmt.Sprintf("RELAY_METRICS_PORT=%d", e2e.FreePort(t)),
-		"RELAY_QUEUE_DIR=" + filepath.Join(dir, "queue"),
-		"RELAY_K8S_AUTH_TYPE=kubeConfig",
-		"KUBECONFIG=" + kubeconfig,
-		// A closed port: federation is proven in federation_test.go; here it
-		// must only start, with the production scheme, token and CA.
-		"RELAY_FEDERATION_SCHEME=https",
-		"RELAY_FEDERATION_TARGET=" + closed,
-		"RELAY_FEDERATION_TOKEN_FILE=" + token,
-		"RELAY_FEDERATION_CA_FILE=" + def.caFile,
-		"OTEL_EXPORTER_DEFAULT_ENDPOINT=https://" + def.sink.HTTPAddr,
-		"OTEL_EXPORTER_DEFAULT_AUTHORIZATION=" + defaultSecret,
-		"OTEL_EXPORTER_DEFAULT_CA_FILE=" + def.caFile,
-		"OTEL_EXPORTER_DEFAULT_CERT_FILE=" + def.certFile,
-		"OTEL_EXPORTER_DEFAULT_KEY_FILE=" + def.keyFile,
-	}
+	// Later entries win over e2e.NewGateway's defaults (os/exec keeps the last).
+	env := []string{"OTEL_EXPORTER_DEFAULT_AUTHORIZATION=" + defaultSecret}
 	if second != nil {
-		g.env = append(g.env,
+		env = append(env,
 			"OTEL_EXPORTER_SECOND_ENDPOINT="+second.sink.GRPCAddr,
 			"OTEL_EXPORTER_SECOND_X_API_KEY="+secondSecret,
 			"OTEL_EXPORTER_SECOND_CA_FILE="+second.caFile,
@@ -108,7 +74,12 @@ current-context: none
 			"OTEL_EXPORTER_SECOND_KEY_FILE="+second.keyFile,
 		)
 	}
-	return g
+	gw := e2e.NewGateway(t, e2e.GatewayOptions{
+		BackendURL: "https://" + def.sink.HTTPAddr,
+		Backend:    &e2e.BackendTLS{CAFile: def.caFile, CertFile: def.certFile, KeyFile: def.keyFile},
+		Env:        env,
+	})
+	return &gatewayEnv{env: gw.Env, httpAddr: strings.TrimPrefix(gw.HTTPURL, "http://")}
 }
 
 // twoBackendArgs is how the StatefulSet runs the gateway with a second backend.

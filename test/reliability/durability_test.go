@@ -63,7 +63,7 @@ func TestKill9UnderLoad(t *testing.T) {
 
 	// Kill once the pipeline is busy: records acknowledged, some delivered, some
 	// still in the queue.
-	if !waitUntil(2*time.Minute, func() bool { return s.AckedRecords() >= 15000 && r.sink.LogRecordCount() > 0 }) {
+	if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= 15000 && r.sink.LogRecordCount() > 0 }) {
 		t.Fatalf("load did not get going: acked %d, delivered %d", s.AckedRecords(), r.sink.LogRecordCount())
 	}
 	col.Kill()
@@ -73,7 +73,7 @@ func TestKill9UnderLoad(t *testing.T) {
 	// The sender retries (connection refused) until the collector is back; the
 	// load goes on for a while after the restart.
 	col2 := r.start(t)
-	if !waitUntil(2*time.Minute, func() bool { return s.AckedRecords() >= ackedAtKill+10000 }) {
+	if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= ackedAtKill+10000 }) {
 		t.Errorf("after the restart only %d records acknowledged (%d at the kill)", s.AckedRecords(), ackedAtKill)
 	}
 	settle(t, cancel, s, 3*time.Minute)
@@ -96,7 +96,7 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s.Send(ctx, chunks)
-	if !waitUntil(2*time.Minute, func() bool { return s.AckedRecords() >= 10000 && r.sink.LogRecordCount() > 0 }) {
+	if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= 10000 && r.sink.LogRecordCount() > 0 }) {
 		t.Fatalf("load did not get going: acked %d, delivered %d", s.AckedRecords(), r.sink.LogRecordCount())
 	}
 	r.sink.Refuse(true)
@@ -113,7 +113,7 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 
 	r.sink.Refuse(false)
 	col2 := r.start(t)
-	if !waitUntil(2*time.Minute, func() bool { return s.AckedRecords() >= 50000 }) {
+	if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= 50000 }) {
 		t.Errorf("after the restart only %d records acknowledged", s.AckedRecords())
 	}
 	settle(t, cancel, s, 3*time.Minute)

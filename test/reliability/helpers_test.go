@@ -136,15 +136,4 @@ func dirBytes(dir string) int64 {
 	return n
 }
 
-func waitUntil(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
-}
-
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

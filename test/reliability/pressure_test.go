@@ -108,7 +108,7 @@ func queueVolumeFull(t *testing.T, env []string, wantLog string) {
 	defer cancel()
 	s.Send(ctx, chunks)
 
-	if !waitUntil(2*time.Minute, func() bool { return s.Stats().Statuses[http.StatusServiceUnavailable] > 0 }) {
+	if !e2e.WaitFor(2*time.Minute, func() bool { return s.Stats().Statuses[http.StatusServiceUnavailable] > 0 }) {
 		t.Fatalf("the receiver never refused although the queue volume is full; statuses %v", s.Stats().Statuses)
 	}
 	time.Sleep(2 * time.Second) // keep pushing against the full volume
@@ -126,7 +126,7 @@ func queueVolumeFull(t *testing.T, env []string, wantLog string) {
 	}
 	col = r.start(t)
 	r.sink.Refuse(false)
-	if !waitUntil(3*time.Minute, func() bool { return s.AckedRecords() == total }) {
+	if !e2e.WaitFor(3*time.Minute, func() bool { return s.AckedRecords() == total }) {
 		t.Errorf("after the backend came back only %d of %d records were acknowledged", s.AckedRecords(), total)
 	}
 	settle(t, cancel, s, 3*time.Minute)
