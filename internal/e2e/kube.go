@@ -6,9 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
@@ -27,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
 // KubePeersCommand is what builds the control-plane binaries the Kube tests need.
@@ -52,7 +52,7 @@ type Kube struct {
 	// Client is a clientset for the admin user.
 	Client *kubernetes.Clientset
 	// CA can issue more certificates (a sink's, a kubelet's) from the same root.
-	CA *CA
+	CA *testcerts.CA
 
 	dir string
 }
@@ -109,13 +109,17 @@ func StartKube(t testing.TB) *Kube {
 		t.Fatalf("etcd at %s not healthy after 60s", etcdURL)
 	}
 
-	k.CA = NewCA(t, "otelcol-relay e2e kube CA")
+	k.CA = testcerts.NewCA(t, "otelcol-relay e2e kube CA")
 	k.CAFile = filepath.Join(dir, "ca.crt")
-	writeFile(t, k.CAFile, k.CA.CertPEM)
-	serving := k.CA.Issue(t, "kube-apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, []net.IP{net.ParseIP("127.0.0.1")})
+	testcerts.WriteFile(t, k.CAFile, k.CA.CertPEM)
+	serving := k.CA.Server(t, testcerts.Options{
+		CommonName: "kube-apiserver",
+		DNSNames:   []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPs:        []net.IP{net.ParseIP("127.0.0.1")},
+	})
 	servingCert, servingKey := filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
-	writeFile(t, servingCert, serving.CertPEM)
-	writeFile(t, servingKey, serving.KeyPEM)
+	testcerts.WriteFile(t, servingCert, serving.CertPEM)
+	testcerts.WriteFile(t, servingKey, serving.KeyPEM)
 
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -126,11 +130,11 @@ func StartKube(t testing.TB) *Kube {
 		t.Fatal(err)
 	}
 	saKeyFile := filepath.Join(dir, "sa.key")
-	writeFile(t, saKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saDER}))
+	testcerts.WriteFile(t, saKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saDER}))
 
 	token := randomToken(t)
 	tokenFile := filepath.Join(dir, "tokens.csv")
-	writeFile(t, tokenFile, []byte(token+`,e2e-admin,e2e-admin,"system:masters"`+"\n"))
+	testcerts.WriteFile(t, tokenFile, []byte(token+`,e2e-admin,e2e-admin,"system:masters"`+"\n"))
 
 	port := FreePort(t)
 	k.Port = strconv.Itoa(port)
@@ -188,7 +192,7 @@ func StartKube(t testing.TB) *Kube {
 	}
 
 	k.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	writeFile(t, k.Kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+	testcerts.WriteFile(t, k.Kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: e2e
@@ -270,9 +274,9 @@ func InPod(t *testing.T, token string, caPEM []byte, host, port string) []string
 		t.Fatalf("unshare (util-linux) is needed to give the collector a ServiceAccount mount: %v", err)
 	}
 	sa := t.TempDir()
-	writeFile(t, filepath.Join(sa, "token"), []byte(token))
-	writeFile(t, filepath.Join(sa, "ca.crt"), caPEM)
-	writeFile(t, filepath.Join(sa, "namespace"), []byte("otelcol-relay"))
+	testcerts.WriteFile(t, filepath.Join(sa, "token"), []byte(token))
+	testcerts.WriteFile(t, filepath.Join(sa, "ca.crt"), caPEM)
+	testcerts.WriteFile(t, filepath.Join(sa, "namespace"), []byte("otelcol-relay"))
 
 	bin := Binary(t)
 	wrapper := filepath.Join(t.TempDir(), "otelcol-relay-incluster")
@@ -368,16 +372,6 @@ func startProcess(t testing.TB, name, bin string, args ...string) func() bool {
 	}
 }
 
-func writeFile(t testing.TB, path string, data []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func randomToken(t testing.TB) string {
 	t.Helper()
 	b := make([]byte, 24)
@@ -385,101 +379,4 @@ func randomToken(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// CA is a throwaway certificate authority for tests.
-type CA struct {
-	CertPEM []byte
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-}
-
-// KeyPair is a certificate and its key, PEM-encoded.
-type KeyPair struct {
-	CertPEM, KeyPEM []byte
-}
-
-// TLSCertificate parses the pair for a tls.Config.
-func (kp KeyPair) TLSCertificate(t testing.TB) tls.Certificate {
-	t.Helper()
-	c, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// NewCA makes a self-signed CA.
-func NewCA(t testing.TB, cn string) *CA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &CA{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), cert: cert, key: key}
-}
-
-// Issue signs a server and client certificate for the names and IPs.
-func (ca *CA) Issue(t testing.TB, cn string, dns []string, ips []net.IP) KeyPair {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     dns,
-		IPAddresses:  ips,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return KeyPair{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}
-}
-
-// SelfSigned makes a certificate from a CA of its own that nobody trusts, which is
-// what verifying an AKS kubelet's self-signed certificate amounts to.
-func SelfSigned(t testing.TB, cn string, ips []net.IP) KeyPair {
-	t.Helper()
-	ca := NewCA(t, cn)
-	return ca.Issue(t, cn, nil, ips)
-}
-
-func serial(t testing.TB) *big.Int {
-	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -98,6 +98,18 @@ func (ca *CA) Server(t testing.TB, o Options) *KeyPair {
 	return ca.issue(t, o, x509.ExtKeyUsageServerAuth)
 }
 
+// Peer issues one certificate good for both ends of mutual TLS (server and client
+// auth), for a test that hands one identity to a part that both serves and dials.
+// Names default as in Server.
+func (ca *CA) Peer(t testing.TB, o Options) *KeyPair {
+	t.Helper()
+	if len(o.DNSNames) == 0 && len(o.IPs) == 0 {
+		o.DNSNames = []string{"localhost"}
+		o.IPs = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	}
+	return ca.issue(t, o, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
 // Client issues a certificate for TLS clients (mutual TLS).
 func (ca *CA) Client(t testing.TB, o Options) *KeyPair {
 	t.Helper()
@@ -107,7 +119,7 @@ func (ca *CA) Client(t testing.TB, o Options) *KeyPair {
 	return ca.issue(t, o, x509.ExtKeyUsageClientAuth)
 }
 
-func (ca *CA) issue(t testing.TB, o Options, usage x509.ExtKeyUsage) *KeyPair {
+func (ca *CA) issue(t testing.TB, o Options, usages ...x509.ExtKeyUsage) *KeyPair {
 	t.Helper()
 	if o.NotBefore.IsZero() {
 		o.NotBefore = time.Now().Add(-time.Hour)
@@ -124,7 +136,7 @@ func (ca *CA) issue(t testing.TB, o Options, usage x509.ExtKeyUsage) *KeyPair {
 		NotBefore:    o.NotBefore,
 		NotAfter:     o.NotAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  usages,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -115,7 +116,7 @@ func TestDeployConfigsValidate(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				args, env := podCommand(t, r, spec)
 				// Components check the ServiceAccount files a pod has at validate time.
-				env = append(env, e2e.InPod(t, "validate-token", e2e.NewCA(t, "validate").CertPEM, "127.0.0.1", "6443")...)
+				env = append(env, e2e.InPod(t, "validate-token", testcerts.NewCA(t, "validate").CertPEM, "127.0.0.1", "6443")...)
 				if out, code := e2e.Run(t, 2*time.Minute, env, append([]string{"validate"}, args...)...); code != 0 {
 					t.Fatalf("validate %v (exit %d):\n%s", args, code, out)
 				}
@@ -519,7 +520,7 @@ func (c *cluster) tlsFiles(t *testing.T, name string) (ca, cert, key string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	kp := c.k.CA.Issue(t, name, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	kp := c.k.CA.Peer(t, testcerts.Options{CommonName: name})
 	ca, cert, key = filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	for p, b := range map[string][]byte{ca: c.k.CA.CertPEM, cert: kp.CertPEM, key: kp.KeyPEM} {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -532,7 +533,7 @@ func (c *cluster) tlsFiles(t *testing.T, name string) (ca, cert, key string) {
 // tlsSink is an OTLP sink serving a certificate from the cluster's CA.
 func (c *cluster) tlsSink(t *testing.T) *e2e.Sink {
 	t.Helper()
-	kp := c.k.CA.Issue(t, "sink", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	kp := c.k.CA.Server(t, testcerts.Options{CommonName: "sink"})
 	return e2e.NewSink(t, e2e.SinkOptions{TLS: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{kp.TLSCertificate(t)}}})
 }
 
@@ -783,7 +784,9 @@ type fakeKubelet struct {
 
 func startFakeKubelet(t *testing.T, c *cluster, ip string, p pod) *fakeKubelet {
 	t.Helper()
-	kp := e2e.SelfSigned(t, c.node, []net.IP{net.ParseIP(ip)})
+	// A certificate from a CA of its own that nobody trusts: what an AKS
+	// kubelet's self-signed certificate amounts to for a verifying client.
+	kp := testcerts.NewCA(t, c.node).Server(t, testcerts.Options{CommonName: c.node, IPs: []net.IP{net.ParseIP(ip)}})
 	fk := &fakeKubelet{}
 	now := metav1.NewTime(time.Now())
 	u := func(v uint64) *uint64 { return &v }
