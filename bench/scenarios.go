@@ -3,13 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
-	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -100,7 +94,7 @@ func overload(t *runTB, sc *scenario, satRate float64) {
 	sc.note("offered %d records at %.0f records/s (3x the measured %.0f) for %s; drained %s after the load stopped",
 		n, rate, satRate, offered.Round(time.Second), time.Since(stopLoad).Round(time.Second))
 	sc.note("peak anonymous RSS %.0f MiB, peak VmRSS %.0f MiB (incl. the mapped queue file), cgroup peak %.0f MiB of %d MiB; OOM kills %d; still running %v",
-		mib(sampler.PeakAnon()), mib(sampler.PeakRSS()), mib(cg.PeakUsage()), limit>>20, cg.OOMKills(), col.Running())
+		e2e.MiB(sampler.PeakAnon()), e2e.MiB(sampler.PeakRSS()), e2e.MiB(cg.PeakUsage()), limit>>20, cg.OOMKills(), col.Running())
 }
 
 func outage(t *runTB, sc *scenario) {
@@ -117,17 +111,17 @@ func outage(t *runTB, sc *scenario) {
 	var peakDisk int64
 	end := time.Now().Add(*outageDur)
 	for time.Now().Before(end) {
-		peakQueue = max(peakQueue, queueSize(gw.MetricsAddr))
-		peakDisk = max(peakDisk, dirBytes(gw.QueueDir))
+		peakQueue = max(peakQueue, e2e.LogQueueBytes(gw.MetricsAddr))
+		peakDisk = max(peakDisk, e2e.DirBytes(gw.QueueDir))
 		time.Sleep(500 * time.Millisecond)
 	}
 	settleSender(t, sc, snd, cancel, 5*time.Minute)
-	peakQueue = max(peakQueue, queueSize(gw.MetricsAddr))
+	peakQueue = max(peakQueue, e2e.LogQueueBytes(gw.MetricsAddr))
 	recovered := time.Now()
 	s.refuse.Store(false)
 	sc.Missing, sc.Duplicated = waitLoss(s, snd.Acked(), 10*time.Minute)
 	sc.note("backend down %s under %.0f records/s: %d records acknowledged meanwhile; queue peak %.0f MiB (otelcol_exporter_queue_size, bytes sizer), %.0f MiB of files on disk; drained in %s",
-		*outageDur, *outageRate, sc.Acked, peakQueue/(1<<20), mib(peakDisk), time.Since(recovered).Round(100*time.Millisecond))
+		*outageDur, *outageRate, sc.Acked, peakQueue/(1<<20), e2e.MiB(peakDisk), time.Since(recovered).Round(100*time.Millisecond))
 	if !col.Running() {
 		sc.note("collector exited")
 	}
@@ -170,42 +164,10 @@ func sigterm(t *runTB, sc *scenario, chunks []e2e.Chunk) {
 	_ = col.Signal(syscall.SIGTERM)
 	code, err := col.Wait(2 * time.Minute)
 	sc.note("SIGTERM with %d acknowledged, %d delivered: exit %d (%v) after %s, %.0f MiB of queue files left",
-		snd.AckedRecords(), s.received.Load(), code, err, time.Since(t0).Round(10*time.Millisecond), mib(dirBytes(gw.QueueDir)))
+		snd.AckedRecords(), s.received.Load(), code, err, time.Since(t0).Round(10*time.Millisecond), e2e.MiB(e2e.DirBytes(gw.QueueDir)))
 	s.refuse.Store(false)
 	col2 := start()
 	settleSender(t, sc, snd, func() {}, 10*time.Minute)
 	sc.Missing, sc.Duplicated = waitLoss(s, snd.Acked(), 5*time.Minute)
 	_, _ = col2.Stop(time.Minute)
-}
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-func queueSize(metricsAddr string) float64 {
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	total := -1.0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "otelcol_exporter_queue_size{") && strings.Contains(line, `data_type="logs"`) {
-			f := strings.Fields(line)
-			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-				total = max(total, 0) + v
-			}
-		}
-	}
-	return total
-}
-
-func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -259,3 +261,44 @@ func (cg *MemoryCgroup) PeakUsage() int64 {
 	n, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
 	return n
 }
+
+// LogQueueBytes reads otelcol_exporter_queue_size for logs (bytes, with the
+// gateway's sizer) from the collector's own metrics at metricsAddr, summed over
+// exporters; -1 when it cannot be read.
+func LogQueueBytes(metricsAddr string) float64 {
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	total, found := 0.0, false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "otelcol_exporter_queue_size{") || !strings.Contains(line, `data_type="logs"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			total, found = total+v, true
+		}
+	}
+	if !found {
+		return -1
+	}
+	return total
+}
+
+// DirBytes is the size of the files under dir (a queue directory on disk).
+func DirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// MiB converts bytes to mebibytes for reports.
+func MiB(b int64) float64 { return float64(b) / (1 << 20) }

@@ -88,7 +88,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("answer %q does not say what is wrong (want %q)", trim(body), tc.wantMsg)
 			}
 			time.Sleep(300 * time.Millisecond)
-			t.Logf("%d %q; peak anonymous RSS %.0f -> %.0f MiB", code, trim(body), mib(before), mib(sampler.PeakAnon()))
+			t.Logf("%d %q; peak anonymous RSS %.0f -> %.0f MiB", code, trim(body), e2e.MiB(before), e2e.MiB(sampler.PeakAnon()))
 		})
 	}
 
@@ -175,7 +175,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("gRPC client with 2,000 idle connections open: %v", err)
 		}
 		st, _ := e2e.ReadProc(col.PID())
-		t.Logf("with 2,000 idle connections: RSS %.0f MiB (anonymous %.0f MiB)", mib(st.RSS), mib(st.Anon))
+		t.Logf("with 2,000 idle connections: RSS %.0f MiB (anonymous %.0f MiB)", e2e.MiB(st.RSS), e2e.MiB(st.Anon))
 	})
 
 	settleCtx := stopGood
@@ -191,9 +191,9 @@ func TestBadInput(t *testing.T) {
 	}
 	const bound = 256 << 20
 	peak := sampler.PeakAnon()
-	t.Logf("peak anonymous RSS through all bad input: %.0f MiB (VmRSS %.0f MiB)", mib(peak), mib(sampler.PeakRSS()))
+	t.Logf("peak anonymous RSS through all bad input: %.0f MiB (VmRSS %.0f MiB)", e2e.MiB(peak), e2e.MiB(sampler.PeakRSS()))
 	if peak > bound {
-		t.Errorf("peak anonymous RSS %.0f MiB exceeds %d MiB", mib(peak), bound>>20)
+		t.Errorf("peak anonymous RSS %.0f MiB exceeds %d MiB", e2e.MiB(peak), bound>>20)
 	}
 }
 

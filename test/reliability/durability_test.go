@@ -27,8 +27,8 @@ func TestBackendOutage(t *testing.T) {
 	var peakDisk int64
 	end := time.Now().Add(outage)
 	for time.Now().Before(end) {
-		peakQueue = max(peakQueue, queueSize(r.gw.MetricsAddr))
-		peakDisk = max(peakDisk, dirBytes(r.gw.QueueDir))
+		peakQueue = max(peakQueue, e2e.LogQueueBytes(r.gw.MetricsAddr))
+		peakDisk = max(peakDisk, e2e.DirBytes(r.gw.QueueDir))
 		time.Sleep(250 * time.Millisecond)
 	}
 	// Every chunk offered during the outage is acknowledged: the queue took it.
@@ -37,9 +37,9 @@ func TestBackendOutage(t *testing.T) {
 	if got := r.sink.LogRecordCount(); got != 0 {
 		t.Fatalf("the backend refused everything, yet %d records arrived", got)
 	}
-	peakQueue = max(peakQueue, queueSize(r.gw.MetricsAddr))
+	peakQueue = max(peakQueue, e2e.LogQueueBytes(r.gw.MetricsAddr))
 	t.Logf("outage %s: %d records acknowledged while the backend was down; queue peak %.1f MiB (metric), %.1f MiB on disk",
-		outage, len(acked), peakQueue/(1<<20), mib(peakDisk))
+		outage, len(acked), peakQueue/(1<<20), e2e.MiB(peakDisk))
 
 	recovered := time.Now()
 	r.sink.Refuse(false)
@@ -109,7 +109,7 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 		t.Fatalf("SIGTERM under load: exit %d, %v", code, err)
 	}
 	delivered := r.sink.LogRecordCount()
-	t.Logf("stopped with %d acknowledged, %d delivered, queue on disk %.1f MiB", s.AckedRecords(), delivered, mib(dirBytes(r.gw.QueueDir)))
+	t.Logf("stopped with %d acknowledged, %d delivered, queue on disk %.1f MiB", s.AckedRecords(), delivered, e2e.MiB(e2e.DirBytes(r.gw.QueueDir)))
 
 	r.sink.Refuse(false)
 	col2 := r.start(t)

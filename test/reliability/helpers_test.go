@@ -2,12 +2,7 @@ package reliability_test
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,42 +93,3 @@ func expectDelivered(t *testing.T, sink *e2e.Sink, acked []int64, timeout time.D
 	}
 	return rep
 }
-
-// queueSize reads otelcol_exporter_queue_size (bytes, the gateway's sizer) from
-// the collector's own metrics; -1 when it cannot be read.
-func queueSize(metricsAddr string) float64 {
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	total, found := 0.0, false
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "otelcol_exporter_queue_size{") || !strings.Contains(line, `data_type="logs"`) {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			total, found = total+v, true
-		}
-	}
-	if !found {
-		return -1
-	}
-	return total
-}
-
-// dirBytes is the disk space the files under dir take (allocated blocks).
-func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
-}
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -38,12 +38,12 @@ func TestOverloadInMemoryCgroup(t *testing.T) {
 
 	peak := sampler.PeakAnon()
 	t.Logf("overload: peak anonymous RSS %.0f MiB (VmRSS with the mapped queue file %.0f MiB), cgroup peak %.0f MiB (limit %d MiB, page cache included), refusals %d x 503, %d x 429, OOM kills %d",
-		mib(peak), mib(sampler.PeakRSS()), mib(cg.PeakUsage()), limit>>20, st.Statuses[http.StatusServiceUnavailable], st.Statuses[http.StatusTooManyRequests], cg.OOMKills())
+		e2e.MiB(peak), e2e.MiB(sampler.PeakRSS()), e2e.MiB(cg.PeakUsage()), limit>>20, st.Statuses[http.StatusServiceUnavailable], st.Statuses[http.StatusTooManyRequests], cg.OOMKills())
 	if n := cg.OOMKills(); n > 0 || !col.Running() {
 		t.Fatalf("collector was OOM-killed (%d) or exited under overload:\n%s", n, col.Output())
 	}
 	if peak >= limit {
-		t.Errorf("peak anonymous RSS %.0f MiB reached the %d MiB limit", mib(peak), limit>>20)
+		t.Errorf("peak anonymous RSS %.0f MiB reached the %d MiB limit", e2e.MiB(peak), limit>>20)
 	}
 	expectDelivered(t, r.sink, s.Acked(), 3*time.Minute)
 }
