@@ -19,6 +19,7 @@ import (
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	certwatchextension "github.com/otelcol-relay/otelcol-relay/components/certwatchextension"
 	gomemlimitextension "github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension"
+	admissionextension "github.com/otelcol-relay/otelcol-relay/components/admissionextension"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	k8sattributesprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor"
@@ -55,6 +56,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory(),
 		certwatchextension.NewFactory(),
 		gomemlimitextension.NewFactory(),
+		admissionextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -65,6 +67,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",
 		certwatchextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		gomemlimitextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
+		admissionextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](

@@ -1,0 +1,139 @@
+package admissionextension
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func newTestAdmission(t *testing.T, slots int, wait time.Duration) *admission {
+	t.Helper()
+	cfg := &Config{MaxInFlightRequests: slots, MaxWait: wait}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAdmission(extensiontest.NewNopSettings(component.MustNewType(typeStr)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestHTTPRefusesWhenEverySlotStaysBusy(t *testing.T) {
+	a := newTestAdmission(t, 1, 50*time.Millisecond)
+	wrap, err := a.GetHTTPHandler(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	h, err := wrap(context.Background(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(entered)
+			<-release
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	slow := make(chan int)
+	go func() {
+		resp, err := http.Post(srv.URL+"/slow", "application/x-protobuf", nil)
+		if err != nil {
+			slow <- 0
+			return
+		}
+		resp.Body.Close()
+		slow <- resp.StatusCode
+	}()
+	<-entered
+
+	resp, err := http.Post(srv.URL+"/v1/logs", "application/x-protobuf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, 512)
+	n, _ := resp.Body.Read(body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("with the only slot busy: %d, Retry-After %q; want 503 with Retry-After 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if !strings.Contains(string(body[:n]), "max_in_flight_requests") {
+		t.Fatalf("refusal %q does not name the setting", body[:n])
+	}
+
+	close(release)
+	if code := <-slow; code != http.StatusOK {
+		t.Fatalf("the request holding the slot got %d", code)
+	}
+	// The slot is free again.
+	resp, err = http.Post(srv.URL+"/v1/logs", "application/x-protobuf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the slot was released: %d", resp.StatusCode)
+	}
+}
+
+func TestHTTPWaitsForASlot(t *testing.T) {
+	a := newTestAdmission(t, 1, 5*time.Second)
+	a.slots <- struct{}{} // someone holds the slot
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		a.release()
+	}()
+	if !a.acquire(context.Background()) {
+		t.Fatal("a slot freed within max_wait must be taken, not refused")
+	}
+}
+
+func TestGRPCRefusesWithUnavailable(t *testing.T) {
+	a := newTestAdmission(t, 1, 20*time.Millisecond)
+	opts, err := a.GetGRPCServerOptions(context.Background())
+	if err != nil || len(opts) != 1 {
+		t.Fatalf("options %v, %v", opts, err)
+	}
+	a.slots <- struct{}{}
+	called := false
+	_, err = a.unary(context.Background(), nil, nil, func(context.Context, any) (any, error) { called = true; return nil, nil })
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "max_in_flight_requests") || called {
+		t.Fatalf("with the only slot busy: %v (handler called: %v); want UNAVAILABLE naming the setting", err, called)
+	}
+	a.release()
+	if _, err = a.unary(context.Background(), nil, nil, func(context.Context, any) (any, error) { called = true; return nil, nil }); err != nil || !called {
+		t.Fatalf("with a free slot: %v (handler called: %v)", err, called)
+	}
+	if len(a.slots) != 0 {
+		t.Fatal("the slot was not released after the call")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{MaxInFlightRequests: 0, MaxWait: time.Second}, "max_in_flight_requests 0: must be at least 1"},
+		{Config{MaxInFlightRequests: 1, MaxWait: -time.Second}, "max_wait -1s: must not be negative"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+	if err := createDefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+}

@@ -1,0 +1,22 @@
+package admissionextension
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+)
+
+const typeStr = "admission"
+
+// NewFactory returns the factory of the admission extension.
+func NewFactory() extension.Factory {
+	return extension.NewFactory(
+		component.MustNewType(typeStr),
+		func() component.Config { return createDefaultConfig() },
+		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
+			return newAdmission(set, cfg.(*Config))
+		},
+		component.StabilityLevelAlpha,
+	)
+}
