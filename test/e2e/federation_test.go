@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	dto "github.com/prometheus/client_model/go"
 	"io"
 	"math"
 	"net"
@@ -241,32 +242,7 @@ func TestFederationTypesRestored(t *testing.T) {
 
 	t.Run("histogram", func(t *testing.T) {
 		h := waitMetric(t, f.sink, "demo_request_duration_seconds", pmetric.MetricTypeHistogram, 60*time.Second)
-		if h.metric.Histogram().AggregationTemporality() != pmetric.AggregationTemporalityCumulative {
-			t.Errorf("temporality %s", h.metric.Histogram().AggregationTemporality())
-		}
-		if h.metric.Histogram().DataPoints().Len() != 1 {
-			t.Fatalf("%d histogram points, want 1", h.metric.Histogram().DataPoints().Len())
-		}
-		dp := h.metric.Histogram().DataPoints().At(0)
-		th := want["demo_request_duration_seconds"].GetMetric()[0].GetHistogram()
-		var bounds []float64
-		var counts []uint64
-		var prev uint64
-		for _, b := range th.GetBucket() {
-			bounds = append(bounds, b.GetUpperBound())
-			counts = append(counts, b.GetCumulativeCount()-prev)
-			prev = b.GetCumulativeCount()
-		}
-		counts = append(counts, th.GetSampleCount()-prev)
-		if got := dp.ExplicitBounds().AsRaw(); !slices.Equal(got, bounds) {
-			t.Errorf("bounds %v, target has %v", got, bounds)
-		}
-		if got := dp.BucketCounts().AsRaw(); !slices.Equal(got, counts) {
-			t.Errorf("bucket counts %v, target has %v", got, counts)
-		}
-		if dp.Count() != th.GetSampleCount() || dp.Sum() != th.GetSampleSum() {
-			t.Errorf("count %d sum %v, target has %d and %v", dp.Count(), dp.Sum(), th.GetSampleCount(), th.GetSampleSum())
-		}
+		dp := histogramMatchesTarget(t, h.metric, want)
 		if attr(dp.Attributes(), "path") != "/a" || attr(dp.Attributes(), "le") != "" {
 			t.Errorf("attributes %v, want path=/a and no le", dp.Attributes().AsRaw())
 		}
@@ -514,4 +490,40 @@ func (m selfMetrics) sum(name, filter string) float64 {
 
 func (m selfMetrics) has(name string) bool {
 	return slices.ContainsFunc(m, func(l string) bool { return strings.HasPrefix(l, name) })
+}
+
+// histogramMatchesTarget checks that m is one cumulative Histogram point whose
+// bounds, per-bucket counts, count and sum are the demo target's own, and returns it.
+func histogramMatchesTarget(t *testing.T, m pmetric.Metric, want map[string]*dto.MetricFamily) pmetric.HistogramDataPoint {
+	t.Helper()
+	if m.Histogram().AggregationTemporality() != pmetric.AggregationTemporalityCumulative {
+		t.Errorf("histogram temporality %s", m.Histogram().AggregationTemporality())
+	}
+	if n := m.Histogram().DataPoints().Len(); n != 1 {
+		t.Fatalf("%d histogram points, want 1", n)
+	}
+	dp := m.Histogram().DataPoints().At(0)
+	th := want["demo_request_duration_seconds"].GetMetric()[0].GetHistogram()
+	var bounds []float64
+	var counts []uint64
+	var prev uint64
+	for _, b := range th.GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+		counts = append(counts, b.GetCumulativeCount()-prev)
+		prev = b.GetCumulativeCount()
+	}
+	counts = append(counts, th.GetSampleCount()-prev)
+	if !slices.Equal(bounds, e2e.DemoHistogramBuckets) {
+		t.Fatalf("the target's own bounds %v differ from DemoHistogramBuckets %v", bounds, e2e.DemoHistogramBuckets)
+	}
+	if got := dp.ExplicitBounds().AsRaw(); !slices.Equal(got, bounds) {
+		t.Errorf("histogram bounds %v, target has %v", got, bounds)
+	}
+	if got := dp.BucketCounts().AsRaw(); !slices.Equal(got, counts) {
+		t.Errorf("histogram bucket counts %v, target has %v", got, counts)
+	}
+	if dp.Count() != th.GetSampleCount() || dp.Sum() != th.GetSampleSum() {
+		t.Errorf("histogram count %d sum %v, target has %d and %v", dp.Count(), dp.Sum(), th.GetSampleCount(), th.GetSampleSum())
+	}
+	return dp
 }

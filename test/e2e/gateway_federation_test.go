@@ -6,7 +6,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -178,35 +177,7 @@ func TestGatewayFederationThroughRealPrometheus(t *testing.T) {
 
 	// Histogram: bounds, per-bucket counts, sum and count as the target has them.
 	h := waitMetric(t, sink, "demo_request_duration_seconds", pmetric.MetricTypeHistogram, arrival)
-	if h.metric.Histogram().AggregationTemporality() != pmetric.AggregationTemporalityCumulative {
-		t.Errorf("histogram temporality %s", h.metric.Histogram().AggregationTemporality())
-	}
-	if n := h.metric.Histogram().DataPoints().Len(); n != 1 {
-		t.Fatalf("%d histogram points, want 1", n)
-	}
-	dp := h.metric.Histogram().DataPoints().At(0)
-	th := want["demo_request_duration_seconds"].GetMetric()[0].GetHistogram()
-	var bounds []float64
-	var counts []uint64
-	var prev uint64
-	for _, b := range th.GetBucket() {
-		bounds = append(bounds, b.GetUpperBound())
-		counts = append(counts, b.GetCumulativeCount()-prev)
-		prev = b.GetCumulativeCount()
-	}
-	counts = append(counts, th.GetSampleCount()-prev)
-	if !slices.Equal(bounds, e2e.DemoHistogramBuckets) {
-		t.Fatalf("the target's own bounds %v differ from DemoHistogramBuckets %v", bounds, e2e.DemoHistogramBuckets)
-	}
-	if got := dp.ExplicitBounds().AsRaw(); !slices.Equal(got, bounds) {
-		t.Errorf("histogram bounds %v, target has %v", got, bounds)
-	}
-	if got := dp.BucketCounts().AsRaw(); !slices.Equal(got, counts) {
-		t.Errorf("histogram bucket counts %v, target has %v", got, counts)
-	}
-	if dp.Count() != th.GetSampleCount() || dp.Sum() != th.GetSampleSum() {
-		t.Errorf("histogram count %d sum %v, target has %d and %v", dp.Count(), dp.Sum(), th.GetSampleCount(), th.GetSampleSum())
-	}
+	dp := histogramMatchesTarget(t, h.metric, want)
 	if got := dp.Attributes().AsRaw(); len(got) != 1 || attr(dp.Attributes(), "path") != "/a" {
 		t.Errorf("histogram attributes %v, want only path=/a (no le)", got)
 	}
