@@ -482,20 +482,9 @@ func (p *federationTypes) appendHistogramPoint(dps pmetric.HistogramDataPointSli
 		g.bad = "some series of the data point are stale and some not"
 		return false
 	}
-	slices.SortFunc(g.buckets, func(a, b bucket) int {
-		switch {
-		case a.le < b.le:
-			return -1
-		case a.le > b.le:
-			return 1
-		}
-		return 0
-	})
-	for i := 1; i < len(g.buckets); i++ {
-		if g.buckets[i].le == g.buckets[i-1].le {
-			g.bad = "two buckets with the same le"
-			return false
-		}
+	if !sortDistinct(g.buckets, func(b bucket) float64 { return b.le }) {
+		g.bad = "two buckets with the same le"
+		return false
 	}
 	hasInf := len(g.buckets) > 0 && math.IsInf(g.buckets[len(g.buckets)-1].le, 1)
 	bounds := make([]float64, 0, len(g.buckets))
@@ -597,20 +586,9 @@ func (p *federationTypes) appendSummaryPoint(dps pmetric.SummaryDataPointSlice, 
 		g.bad = "_count is not a finite non-negative number"
 		return false
 	}
-	slices.SortFunc(g.quantiles, func(a, b quantile) int {
-		switch {
-		case a.q < b.q:
-			return -1
-		case a.q > b.q:
-			return 1
-		}
-		return 0
-	})
-	for i := 1; i < len(g.quantiles); i++ {
-		if g.quantiles[i].q == g.quantiles[i-1].q {
-			g.bad = "two series with the same quantile"
-			return false
-		}
+	if !sortDistinct(g.quantiles, func(q quantile) float64 { return q.q }) {
+		g.bad = "two series with the same quantile"
+		return false
 	}
 	count := uint64(math.Round(g.count))
 	dp := dps.AppendEmpty()
@@ -680,4 +658,24 @@ func (p *federationTypes) mix(a seriesKey, s string, b seriesKey) seriesKey {
 		k[i] = h.Sum64()
 	}
 	return k
+}
+
+// sortDistinct sorts xs by key and reports whether no two keys are equal: the
+// bounds of a histogram and the quantiles of a summary must each be distinct.
+func sortDistinct[T any](xs []T, key func(T) float64) bool {
+	slices.SortFunc(xs, func(a, b T) int {
+		switch ka, kb := key(a), key(b); {
+		case ka < kb:
+			return -1
+		case ka > kb:
+			return 1
+		}
+		return 0
+	})
+	for i := 1; i < len(xs); i++ {
+		if key(xs[i]) == key(xs[i-1]) {
+			return false
+		}
+	}
+	return true
 }
