@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -64,23 +63,6 @@ func Binary(t testing.TB) string {
 		t.Fatalf("%s is not set: call e2e.EnsureBinary from TestMain", BinaryEnv)
 	}
 	return p
-}
-
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// FreeAddr returns "127.0.0.1:<free port>".
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 }
 
 // syncBuffer is an io.Writer that several goroutines may write while tests read.

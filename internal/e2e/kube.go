@@ -10,7 +10,6 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -303,35 +302,6 @@ exec "$0" "$@"' ` + shellQuote(bin) + ` "$@"
 
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// FreeLoopbackIP returns an address in 127.0.0.0/8 other than 127.0.0.1 on which
-// every given port can be bound right now. A test uses it as a pod or node IP, so a
-// config with fixed ports (4317, 10250, ...) runs unchanged beside other tests.
-func FreeLoopbackIP(t testing.TB, ports ...int) string {
-	t.Helper()
-	for i := 0; i < 200; i++ {
-		n, err := rand.Int(rand.Reader, big.NewInt(250))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, _ := rand.Int(rand.Reader, big.NewInt(250))
-		ip := fmt.Sprintf("127.%d.%d.%d", 10+m.Int64(), 1+n.Int64(), 2+n.Int64()%200)
-		ok := true
-		for _, p := range ports {
-			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return ip
-		}
-	}
-	t.Fatalf("no loopback address with ports %v free", ports)
-	return ""
 }
 
 // startProcess runs bin until the test ends and returns a func that reports
