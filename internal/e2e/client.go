@@ -62,6 +62,32 @@ func FluentBitLogs(n int, first int64) plog.Logs {
 	return ld
 }
 
+// FluentBitChunkLogs builds n records exactly as deploy/fluent-bit's config sends a
+// chunk of short container log lines: one ResourceLogs with no resource attributes
+// and an empty scope (fluent-bit's plain records), the log line as a string body,
+// and pod identity and stream as record attributes (logs_body_key_attributes).
+// A 2 MB fluent-bit chunk of such lines holds up to ~24,000 records.
+func FluentBitChunkLogs(n int, first int64) plog.Logs {
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	lrs.EnsureCapacity(n)
+	base := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i := 0; i < n; i++ {
+		seq := first + int64(i)
+		lr := lrs.AppendEmpty()
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(seq) * time.Millisecond)))
+		lr.Body().SetStr(fmt.Sprintf("GET /healthz 200 %dus seq=%d", 100+seq%900, seq))
+		a := lr.Attributes()
+		a.PutInt(SeqAttr, seq)
+		a.PutStr("stream", "stdout")
+		a.PutStr("k8s.pod.name", "checkout-7d9f8b6c5-x2x4z")
+		a.PutStr("k8s.namespace.name", "payments")
+		a.PutStr("k8s.pod.uid", "6f1c2a3e-9b7d-4c1e-8f2a-0d3b5e6a7c81")
+		a.PutStr("k8s.container.name", "checkout")
+	}
+	return ld
+}
+
 // padding brings a FluentBitLogs record to about 1 KB, the size the benchmark
 // targets are quoted for.
 var padding = strings.Repeat("x", 420)

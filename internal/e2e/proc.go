@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -266,26 +264,15 @@ func (cg *MemoryCgroup) PeakUsage() int64 {
 // gateway's sizer) from the collector's own metrics at metricsAddr, summed over
 // exporters; -1 when it cannot be read.
 func LogQueueBytes(metricsAddr string) float64 {
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	m, err := ScrapeSelfMetrics(metricsAddr)
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	total, found := 0.0, false
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "otelcol_exporter_queue_size{") || !strings.Contains(line, `data_type="logs"`) {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			total, found = total+v, true
-		}
-	}
-	if !found {
+	v, ok := m.Sum("otelcol_exporter_queue_size", map[string]string{"data_type": "logs"})
+	if !ok {
 		return -1
 	}
-	return total
+	return v
 }
 
 // DirBytes is the size of the files under dir (a queue directory on disk).
