@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	appsv1 "k8s.io/api/apps/v1"
