@@ -94,10 +94,11 @@ type Gateway struct {
 	QueueDir                                              string
 }
 
-// NewGateway prepares the environment and arguments for config/gateway.yaml. The
-// kube API and the Prometheus server are not the subject of the tests that use it:
-// k8s_attributes gets a kubeconfig for a closed port (it retries in the
-// background and passes data through) and federation scrapes a closed port.
+// NewGateway prepares the environment and arguments for config/gateway.yaml (the
+// relay); its environment also runs config/federation.yaml. The kube API and the
+// Prometheus server are not the subject of the tests that use it: k8s_attributes
+// gets a kubeconfig for a closed port (it retries in the background and passes
+// data through) and federation, unless Env overrides it, scrapes a closed port.
 func NewGateway(t testing.TB, o GatewayOptions) *Gateway {
 	t.Helper()
 	dir := t.TempDir()

@@ -37,7 +37,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -55,6 +57,9 @@ type rendered struct {
 	configMaps   map[string]corev1.ConfigMap
 	statefulSets []appsv1.StatefulSet
 	daemonSets   []appsv1.DaemonSet
+	hpas         []autoscalingv2.HorizontalPodAutoscaler
+	pdbs         []policyv1.PodDisruptionBudget
+	services     []corev1.Service
 }
 
 func kustomize(t *testing.T, dir string) rendered {
@@ -82,6 +87,18 @@ func kustomize(t *testing.T, dir string) rendered {
 			var d appsv1.DaemonSet
 			mustUnmarshal(t, doc, &d)
 			r.daemonSets = append(r.daemonSets, d)
+		case "HorizontalPodAutoscaler":
+			var h autoscalingv2.HorizontalPodAutoscaler
+			mustUnmarshal(t, doc, &h)
+			r.hpas = append(r.hpas, h)
+		case "PodDisruptionBudget":
+			var p policyv1.PodDisruptionBudget
+			mustUnmarshal(t, doc, &p)
+			r.pdbs = append(r.pdbs, p)
+		case "Service":
+			var svc corev1.Service
+			mustUnmarshal(t, doc, &svc)
+			r.services = append(r.services, svc)
 		}
 	}
 	return r
@@ -97,38 +114,78 @@ func mustUnmarshal(t *testing.T, doc string, v any) {
 // TestDeployConfigsValidate runs `otelcol-relay validate` on every collector the
 // overlays deploy, exactly as the pod would start it: the args from the manifest,
 // the config files from the generated ConfigMap, and the environment the manifest
-// sets (values from Secrets and ConfigMaps replaced by placeholders). A variable
-// the config needs but the manifest forgets fails here, not in a cluster.
+// sets (values from Secrets and ConfigMaps replaced by placeholders, envFrom
+// ConfigMaps as rendered). A variable the config needs but the manifest forgets
+// fails here, not in a cluster. StatefulSets with a fixed replica count (the
+// federation shards) are validated for every pod index.
 func TestDeployConfigsValidate(t *testing.T) {
 	for _, o := range append([]string{"../base", "../agent"}, overlays...) {
-		r := kustomize(t, deployDir("overlays", o))
-		var specs []corev1.PodSpec
-		for _, s := range r.statefulSets {
-			specs = append(specs, s.Spec.Template.Spec)
+		validateOverlay(t, deployDir("overlays", o))
+	}
+	validateOverlay(t, shardedOverlay(t))
+}
+
+func validateOverlay(t *testing.T, dir string) {
+	t.Helper()
+	r := kustomize(t, dir)
+	type instance struct {
+		name  string
+		spec  corev1.PodSpec
+		index string
+	}
+	var pods []instance
+	for _, s := range r.statefulSets {
+		n := int32(1) // the relay: the HPA sets replicas, its config does not depend on the index
+		if s.Spec.Replicas != nil {
+			n = *s.Spec.Replicas
 		}
-		for _, d := range r.daemonSets {
-			specs = append(specs, d.Spec.Template.Spec)
+		for i := range n {
+			pods = append(pods, instance{fmt.Sprintf("%s-%d", s.Name, i), s.Spec.Template.Spec, fmt.Sprint(i)})
 		}
-		if len(specs) == 0 {
-			t.Fatalf("%s renders no StatefulSet or DaemonSet", o)
-		}
-		for _, spec := range specs {
-			name := filepath.Base(o) + "/" + spec.ServiceAccountName
-			t.Run(name, func(t *testing.T) {
-				args, env := podCommand(t, r, spec)
-				// Components check the ServiceAccount files a pod has at validate time.
-				env = append(env, e2e.InPod(t, "validate-token", testcerts.NewCA(t, "validate").CertPEM, "127.0.0.1", "6443")...)
-				if out, code := e2e.Run(t, 2*time.Minute, env, append([]string{"validate"}, args...)...); code != 0 {
-					t.Fatalf("validate %v (exit %d):\n%s", args, code, out)
-				}
-			})
-		}
+	}
+	for _, d := range r.daemonSets {
+		pods = append(pods, instance{d.Name, d.Spec.Template.Spec, ""})
+	}
+	if len(pods) == 0 {
+		t.Fatalf("%s renders no StatefulSet or DaemonSet", dir)
+	}
+	for _, p := range pods {
+		t.Run(filepath.Base(dir)+"/"+p.name, func(t *testing.T) {
+			args, env := podCommand(t, r, p.spec, p.index)
+			// Components check the ServiceAccount files a pod has at validate time.
+			env = append(env, e2e.InPod(t, "validate-token", testcerts.NewCA(t, "validate").CertPEM, "127.0.0.1", "6443")...)
+			if out, code := e2e.Run(t, 2*time.Minute, env, append([]string{"validate"}, args...)...); code != 0 {
+				t.Fatalf("validate %v (exit %d):\n%s", args, code, out)
+			}
+		})
 	}
 }
 
+// shardedOverlay is deploy/base with deploy/components/federation-shards, the way
+// a user's overlay includes it.
+func shardedOverlay(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents: [%s]\n",
+		rel(deployDir("base")), rel(deployDir("components", "federation-shards")))
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // podCommand turns a pod spec's container into arguments and environment that run
-// here: config files come out of the mounted ConfigMap into a temp dir.
-func podCommand(t *testing.T, r rendered, spec corev1.PodSpec) ([]string, []string) {
+// here: config files come out of the mounted ConfigMap into a temp dir, envFrom
+// ConfigMaps are read from the overlay, and the StatefulSet pod index label is
+// podIndex.
+func podCommand(t *testing.T, r rendered, spec corev1.PodSpec, podIndex string) ([]string, []string) {
 	t.Helper()
 	c := spec.Containers[0]
 	mounts := map[string]string{} // mount path -> ConfigMap name
@@ -166,10 +223,25 @@ func podCommand(t *testing.T, r rendered, spec corev1.PodSpec) ([]string, []stri
 		args = append(args, "--config", local)
 	}
 	var env []string
+	// envFrom first: an env entry of the same name wins, as in the kubelet.
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil {
+			t.Fatalf("envFrom %+v: only ConfigMaps are expected", from)
+		}
+		cm, found := r.configMaps[from.ConfigMapRef.Name]
+		if !found {
+			t.Fatalf("envFrom ConfigMap %s is not in the overlay", from.ConfigMapRef.Name)
+		}
+		for _, k := range keys(cm.Data) {
+			env = append(env, from.Prefix+k+"="+cm.Data[k])
+		}
+	}
 	for _, e := range c.Env {
 		v := e.Value
 		if e.ValueFrom != nil {
 			switch {
+			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.labels['apps.kubernetes.io/pod-index']":
+				v = podIndex
 			case e.ValueFrom.FieldRef != nil:
 				v = "127.0.0.1"
 				if strings.HasSuffix(e.ValueFrom.FieldRef.FieldPath, "Name") || e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
@@ -216,11 +288,43 @@ func TestKubeDeployApply(t *testing.T) {
 	}
 
 	// What the apply produced, checked where a mistake is silent in a cluster.
-	sts, err := k.Client.AppsV1().StatefulSets("otelcol-relay").Get(context.Background(), "otelcol-relay", metav1.GetOptions{})
+	ctx := context.Background()
+	sts, err := k.Client.AppsV1().StatefulSets("otelcol-relay").Get(ctx, "otelcol-relay", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGatewayPod(t, sts)
+	fed, err := k.Client.AppsV1().StatefulSets("otelcol-relay").Get(ctx, "otelcol-relay-federation", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := fed.Spec.Replicas; r == nil || *r != 1 {
+		t.Errorf("federation replicas = %v, want exactly 1", r)
+	}
+	// The HPA and PDBs as the API server stored them (defaults applied), for the
+	// relay of each namespace.
+	for ns, relay := range map[string]string{"otelcol-relay": "otelcol-relay", "calico-system": "otel-collector"} {
+		hpa, err := k.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "otelcol-relay", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", ns, err)
+		}
+		if ref := hpa.Spec.ScaleTargetRef; ref.Kind != "StatefulSet" || ref.Name != relay {
+			t.Errorf("%s: HPA scales %s/%s, want StatefulSet/%s", ns, ref.Kind, ref.Name, relay)
+		}
+		if _, err := k.Client.AppsV1().StatefulSets(ns).Get(ctx, hpa.Spec.ScaleTargetRef.Name, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: the HPA's target: %v", ns, err)
+		}
+		if m := hpa.Spec.MinReplicas; m == nil || *m != 2 || hpa.Spec.MaxReplicas < 2 {
+			t.Errorf("%s: HPA min %v max %d, want min 2", ns, m, hpa.Spec.MaxReplicas)
+		}
+		pdbs, err := k.Client.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pdbs.Items) != 2 {
+			t.Errorf("%s: %d PodDisruptionBudgets, want the relay's and federation's", ns, len(pdbs.Items))
+		}
+	}
 	if _, err := k.Client.AppsV1().StatefulSets("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{}); err != nil {
 		t.Errorf("calico-system overlay: %v", err)
 	}
@@ -246,8 +350,10 @@ func TestKubeDeployApply(t *testing.T) {
 
 func checkGatewayPod(t *testing.T, sts *appsv1.StatefulSet) {
 	t.Helper()
+	// Without a controller-manager nothing scales it: the default of a
+	// StatefulSet whose manifest leaves replicas to the HPA.
 	if r := sts.Spec.Replicas; r == nil || *r != 1 {
-		t.Errorf("gateway replicas = %v, want 1", r)
+		t.Errorf("relay replicas = %v, want the default 1 (the manifest sets none)", r)
 	}
 	spec := sts.Spec.Template.Spec
 	if fs := spec.SecurityContext.FSGroup; fs == nil || *fs != 10001 {
@@ -265,8 +371,8 @@ func checkGatewayPod(t *testing.T, sts *appsv1.StatefulSet) {
 			t.Errorf("volume mount %s uses subPath: rotated files would never reach the collector", m.Name)
 		}
 	}
-	if got := c.Resources.Requests.Memory().String() + "/" + c.Resources.Limits.Memory().String(); got != "128Mi/512Mi" {
-		t.Errorf("memory request/limit = %s, want 128Mi/512Mi", got)
+	if got := c.Resources.Requests.Memory().String() + "/" + c.Resources.Limits.Memory().String(); got != "256Mi/512Mi" {
+		t.Errorf("memory request/limit = %s, want 256Mi/512Mi", got)
 	}
 	if len(sts.Spec.VolumeClaimTemplates) != 1 {
 		t.Errorf("want one volumeClaimTemplate for the queue, got %d", len(sts.Spec.VolumeClaimTemplates))
@@ -310,12 +416,16 @@ spec:
 	k.MustKubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
 }
 
-// TestKubeDeployRBAC: as each ServiceAccount, `kubectl auth can-i --list` shows
-// exactly the rules the components need, and every write and every secret read is
-// denied.
+// TestKubeDeployRBAC: as each ServiceAccount (relay, federation, agent), `kubectl
+// auth can-i --list` shows exactly the rules the components need, and every write
+// and every secret read is denied.
 func TestKubeDeployRBAC(t *testing.T) {
 	k := e2e.StartKube(t)
-	k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("overlays", "aks"))
+	installServiceMonitorCRD(t, k)
+	k.MustKubectl(t, "create", "namespace", "calico-system")
+	for _, o := range overlays {
+		k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("overlays", o))
+	}
 
 	read := []string{"get", "list", "watch"}
 	cases := map[string]map[string][]string{
@@ -325,6 +435,13 @@ func TestKubeDeployRBAC(t *testing.T) {
 		"system:serviceaccount:otelcol-relay:otelcol-relay-agent": {
 			"pods": read, "namespaces": read, "nodes": read, "replicasets.apps": read, "nodes/stats": {"get"},
 		},
+		// Federation reads nothing from the API server: no rule beyond what every
+		// ServiceAccount has.
+		"system:serviceaccount:otelcol-relay:otelcol-relay-federation": {},
+		"system:serviceaccount:calico-system:otel-collector": {
+			"pods": read, "namespaces": read, "nodes": read, "replicasets.apps": read,
+		},
+		"system:serviceaccount:calico-system:otelcol-relay-federation": {},
 	}
 	for user, want := range cases {
 		t.Run(user, func(t *testing.T) {

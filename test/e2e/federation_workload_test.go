@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -81,12 +82,13 @@ func (p *authProxy) counts() (allowed, refused map[string]int) {
 	return allowed, refused
 }
 
-// TestGatewayFederationThroughRealPrometheus runs config/gateway.yaml, unchanged
-// and with the StatefulSet's arguments, against a real Prometheus server serving
-// HTTPS behind an authenticating proxy, and checks what reaches the default
-// backend (mutual TLS): the federated series with their names, labels, values and
-// the types federation_types restores, including a recording rule's series.
-func TestGatewayFederationThroughRealPrometheus(t *testing.T) {
+// TestFederationWorkloadThroughRealPrometheus runs config/federation.yaml,
+// unchanged and with the federation StatefulSet's arguments and shard selector
+// (deploy/base), against a real Prometheus server serving HTTPS behind an
+// authenticating proxy, and checks what reaches the default backend (mutual TLS):
+// the federated series with their names, labels, values and the types
+// federation_types restores, including a recording rule's series.
+func TestFederationWorkloadThroughRealPrometheus(t *testing.T) {
 	// One CA for the in-cluster endpoints, as the StatefulSet mounts one bundle
 	// (RELAY_FEDERATION_CA_FILE): Prometheus and the proxy both serve from it.
 	ca := testcerts.NewCA(t, "in-cluster CA")
@@ -124,19 +126,16 @@ func TestGatewayFederationThroughRealPrometheus(t *testing.T) {
 		BackendURL: "https://" + sink.HTTPAddr,
 		Backend:    backend,
 		Receiver:   e2e.NewReceiverTLS(t),
-		Env: []string{
+		Env: append(shardEnv(t, deployDir("base"), 0),
 			"RELAY_FEDERATION_SCHEME=https",
-			"RELAY_FEDERATION_TARGET=" + proxy.addr,
-			"RELAY_FEDERATION_TOKEN_FILE=" + tokenFile,
-			"RELAY_FEDERATION_CA_FILE=" + caFile,
-		},
+			"RELAY_FEDERATION_TARGET="+proxy.addr,
+			"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,
+			"RELAY_FEDERATION_CA_FILE="+caFile,
+		),
 	})
-	// The StatefulSet's args (deploy/base/statefulset.yaml), with the ConfigMap's
-	// files replaced by the repository's.
-	args := []string{
-		"--config=" + gatewayConfig("gateway.yaml"),
-		"--config=" + gatewayConfig("receiver-tls.yaml"),
-	}
+	// The StatefulSet's args (deploy/base/federation-statefulset.yaml), with the
+	// ConfigMap's file replaced by the repository's.
+	args := []string{"--config=" + gatewayConfig("federation.yaml")}
 	col := e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: args, ReadyTimeout: 90 * time.Second})
 
 	want, err := target.Gather()
@@ -236,6 +235,31 @@ func TestGatewayFederationThroughRealPrometheus(t *testing.T) {
 		t.Errorf("the proxy refused requests without the token: %v", keys)
 	}
 	if strings.Contains(col.Output(), federationToken) {
-		t.Error("the federation token appears in the gateway's log")
+		t.Error("the federation token appears in the collector's log")
 	}
+}
+
+// shardEnv is the environment of pod `index` of the federation StatefulSet that
+// kustomize renders from dir: every shard selector of its envFrom ConfigMap and its
+// pod index.
+func shardEnv(t *testing.T, dir string, index int) []string {
+	t.Helper()
+	r := kustomize(t, dir)
+	for _, s := range r.statefulSets {
+		if s.Spec.Template.Labels["app.kubernetes.io/component"] != "federation" {
+			continue
+		}
+		env := []string{fmt.Sprintf("RELAY_FEDERATION_SHARD=%d", index)}
+		for _, from := range s.Spec.Template.Spec.Containers[0].EnvFrom {
+			cm := r.configMaps[from.ConfigMapRef.Name]
+			for _, k := range keys(cm.Data) {
+				if shardVar.MatchString(k) {
+					env = append(env, k+"="+cm.Data[k])
+				}
+			}
+		}
+		return env
+	}
+	t.Fatalf("%s renders no federation StatefulSet", dir)
+	return nil
 }

@@ -1,0 +1,354 @@
+package e2e_test
+
+// Proofs for the two workloads of deploy/base: the relay (OTLP intake, scaled by an
+// HPA, drained on scale-down) and federation (one pod per shard), as every overlay
+// renders them, and the upgrade from the single gateway without losing its queue.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// collectorConfig is the part of a collector config these checks read.
+type collectorConfig struct {
+	Receivers  map[string]any `json:"receivers"`
+	Processors map[string]any `json:"processors"`
+	Service    struct {
+		Pipelines map[string]struct {
+			Receivers []string `json:"receivers"`
+		} `json:"pipelines"`
+	} `json:"service"`
+}
+
+// configOf merges nothing: it returns each --config file of the pod's container,
+// parsed, from the rendered ConfigMaps.
+func configOf(t *testing.T, r rendered, spec corev1.PodSpec) []collectorConfig {
+	t.Helper()
+	args, _ := podCommand(t, r, spec, "0")
+	var out []collectorConfig
+	for i, a := range args {
+		if a != "--config" {
+			continue
+		}
+		raw, err := os.ReadFile(args[i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c collectorConfig
+		if err := yaml.Unmarshal(raw, &c); err != nil {
+			t.Fatalf("%s: %v", args[i+1], err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func receiverTypes(cs []collectorConfig) []string {
+	var out []string
+	for _, c := range cs {
+		for id := range c.Receivers {
+			typ, _, _ := strings.Cut(id, "/")
+			out = append(out, typ)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func selects(sel *metav1.LabelSelector, podLabels map[string]string) bool {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return err == nil && s.Matches(labels.Set(podLabels))
+}
+
+var shardVar = regexp.MustCompile(`^RELAY_FEDERATION_MATCH_(\d+)$`)
+
+// TestDeployRelayAndFederation checks, in every overlay as kustomize renders it
+// (and base with the federation-shards component), what the two workloads must be:
+//   - relay: the StatefulSet an autoscaling/v2 HPA scales (minReplicas 2, a slow
+//     scale-down), no replicas in the manifest (the HPA owns them), a CPU request
+//     the utilization target can mean something against, PVCs retained on
+//     scale-down, the preStop drain and the drain-aware readiness on the drain
+//     port, spread over nodes and zones, a PDB of maxUnavailable 1, and a config
+//     without any Prometheus receiver;
+//   - federation: a fixed replica count equal to the number of shard selectors,
+//     a config with only the prometheus receiver, pods no relay selector (the
+//     StatefulSet's, the Services', the PDB's) picks up.
+func TestDeployRelayAndFederation(t *testing.T) {
+	dirs := map[string]string{"sharded": shardedOverlay(t)}
+	for _, o := range append([]string{"../base"}, overlays...) {
+		dirs[o] = deployDir("overlays", o)
+	}
+	for name, dir := range dirs {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			r := kustomize(t, dir)
+			if len(r.hpas) != 1 {
+				t.Fatalf("%d HorizontalPodAutoscalers, want 1 (the relay's)", len(r.hpas))
+			}
+			hpa := r.hpas[0]
+			var relay, federation *appsv1.StatefulSet
+			for i := range r.statefulSets {
+				s := &r.statefulSets[i]
+				switch {
+				case hpa.Spec.ScaleTargetRef.Kind == "StatefulSet" && s.Name == hpa.Spec.ScaleTargetRef.Name:
+					relay = s
+				case s.Spec.Template.Labels["app.kubernetes.io/component"] == "federation":
+					federation = s
+				}
+			}
+			if relay == nil || federation == nil || len(r.statefulSets) != 2 {
+				t.Fatalf("want the HPA's relay StatefulSet and a federation one; HPA targets %+v, StatefulSets %d", hpa.Spec.ScaleTargetRef, len(r.statefulSets))
+			}
+			checkRelay(t, r, relay)
+			checkHPA(t, hpa)
+			checkFederation(t, r, federation)
+
+			var relayPDB int
+			for _, p := range r.pdbs {
+				if selects(p.Spec.Selector, federation.Spec.Template.Labels) && selects(p.Spec.Selector, relay.Spec.Template.Labels) {
+					t.Errorf("PDB %s covers relay and federation pods together", p.Name)
+				}
+				if selects(p.Spec.Selector, relay.Spec.Template.Labels) {
+					relayPDB++
+					if p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.String() != "1" || p.Spec.MinAvailable != nil {
+						t.Errorf("relay PDB %s: maxUnavailable %v minAvailable %v, want maxUnavailable 1 (N-1 whatever N the HPA chose)", p.Name, p.Spec.MaxUnavailable, p.Spec.MinAvailable)
+					}
+				}
+			}
+			if relayPDB != 1 {
+				t.Errorf("%d PDBs select the relay's pods, want 1", relayPDB)
+			}
+			if selects(relay.Spec.Selector, federation.Spec.Template.Labels) || selects(federation.Spec.Selector, relay.Spec.Template.Labels) {
+				t.Error("the relay's and federation's StatefulSet selectors overlap")
+			}
+			for _, svc := range r.services {
+				if len(svc.Spec.Selector) > 0 && selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, relay.Spec.Template.Labels) &&
+					selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, federation.Spec.Template.Labels) {
+					t.Errorf("Service %s sends to relay and federation pods alike", svc.Name)
+				}
+			}
+		})
+	}
+}
+
+func checkRelay(t *testing.T, r rendered, s *appsv1.StatefulSet) {
+	t.Helper()
+	if s.Spec.Replicas != nil {
+		t.Errorf("relay StatefulSet sets replicas %d: every apply would reset what the HPA chose", *s.Spec.Replicas)
+	}
+	if p := s.Spec.PersistentVolumeClaimRetentionPolicy; p == nil || p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType || p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+		t.Errorf("relay PVC retention %+v, want Retain on scale-down and delete (a removed ordinal's leftover queue is delivered when it returns)", p)
+	}
+	spec := s.Spec.Template.Spec
+	if g := spec.TerminationGracePeriodSeconds; g == nil || *g != 120 {
+		t.Errorf("relay terminationGracePeriodSeconds %v, want 120 (the drain takes up to ~110 s)", g)
+	}
+	c := spec.Containers[0]
+	if cpu := c.Resources.Requests.Cpu(); cpu.Cmp(resource.MustParse("500m")) < 0 {
+		t.Errorf("relay CPU request %s: too small for a utilization target to mean anything (bench: ~84 CPU-s per million records)", cpu)
+	}
+	if !c.Resources.Limits.Cpu().IsZero() {
+		t.Errorf("relay CPU limit %s: throttling a relay only fills its queue", c.Resources.Limits.Cpu())
+	}
+	var drainPort int32
+	for _, p := range c.Ports {
+		if p.Name == "drain" {
+			drainPort = p.ContainerPort
+		}
+	}
+	if drainPort != 13134 {
+		t.Errorf("relay drain port %d, want a port named drain on 13134 (RELAY_DRAIN_PORT's default)", drainPort)
+	}
+	if l := c.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.HTTPGet == nil || l.PreStop.HTTPGet.Path != "/drain" || l.PreStop.HTTPGet.Port.String() != "drain" {
+		t.Errorf("relay preStop %+v, want httpGet /drain on the drain port", l)
+	}
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/ready" || p.HTTPGet.Port.String() != "drain" {
+		t.Errorf("relay readiness %+v, want httpGet /ready on the drain port (unready while draining)", p)
+	}
+	keys := map[string]bool{}
+	for _, tsc := range spec.TopologySpreadConstraints {
+		if !selects(tsc.LabelSelector, s.Spec.Template.Labels) {
+			t.Errorf("topology spread on %s does not select the relay's pods", tsc.TopologyKey)
+		}
+		keys[tsc.TopologyKey] = true
+	}
+	if !keys["kubernetes.io/hostname"] || !keys["topology.kubernetes.io/zone"] {
+		t.Errorf("relay spreads over %v, want nodes and zones", keys)
+	}
+	if got := receiverTypes(configOf(t, r, spec)); strings.Contains(fmt.Sprint(got), "prometheus") {
+		t.Errorf("relay receivers %v: a relay replica must not scrape (N replicas, N copies)", got)
+	}
+}
+
+func checkHPA(t *testing.T, h autoscalingv2.HorizontalPodAutoscaler) {
+	t.Helper()
+	if m := h.Spec.MinReplicas; m == nil || *m != 2 {
+		t.Errorf("HPA minReplicas %v, want 2", m)
+	}
+	if h.Spec.MaxReplicas < 2 {
+		t.Errorf("HPA maxReplicas %d", h.Spec.MaxReplicas)
+	}
+	if len(h.Spec.Metrics) != 1 || h.Spec.Metrics[0].Resource == nil || h.Spec.Metrics[0].Resource.Name != corev1.ResourceCPU ||
+		h.Spec.Metrics[0].Resource.Target.AverageUtilization == nil {
+		t.Errorf("HPA metrics %+v, want CPU utilization", h.Spec.Metrics)
+	}
+	b := h.Spec.Behavior
+	if b == nil || b.ScaleDown == nil || b.ScaleDown.StabilizationWindowSeconds == nil || *b.ScaleDown.StabilizationWindowSeconds < 300 {
+		t.Fatalf("HPA scale-down %+v, want a stabilization window of at least 5 minutes", b)
+	}
+	for _, p := range b.ScaleDown.Policies {
+		if p.Type != "Pods" || p.Value != 1 || p.PeriodSeconds < 120 {
+			t.Errorf("HPA scale-down policy %+v, want one pod at a time, no faster than a drain", p)
+		}
+	}
+}
+
+func checkFederation(t *testing.T, r rendered, s *appsv1.StatefulSet) {
+	t.Helper()
+	if s.Spec.Replicas == nil {
+		t.Fatal("federation StatefulSet without replicas: it must be fixed, one pod per shard")
+	}
+	spec := s.Spec.Template.Spec
+	shards := map[int]bool{}
+	for _, from := range spec.Containers[0].EnvFrom {
+		for k := range r.configMaps[from.ConfigMapRef.Name].Data {
+			if m := shardVar.FindStringSubmatch(k); m != nil {
+				var n int
+				fmt.Sscan(m[1], &n)
+				shards[n] = true
+			}
+		}
+	}
+	for i := 0; i < int(*s.Spec.Replicas); i++ {
+		if !shards[i] {
+			t.Errorf("federation has %d replicas but no selector RELAY_FEDERATION_MATCH_%d", *s.Spec.Replicas, i)
+		}
+	}
+	if len(shards) != int(*s.Spec.Replicas) {
+		t.Errorf("federation: %d shard selectors for %d replicas; a selector without its pod is never federated", len(shards), *s.Spec.Replicas)
+	}
+	cs := configOf(t, r, spec)
+	if got := receiverTypes(cs); fmt.Sprint(got) != "[prometheus]" {
+		t.Errorf("federation receivers %v, want only the prometheus receiver", got)
+	}
+	for _, c := range cs {
+		for name := range c.Service.Pipelines {
+			if !strings.HasPrefix(name, "metrics") {
+				t.Errorf("federation pipeline %s: federation carries metrics only", name)
+			}
+		}
+		if _, ok := c.Processors["federation_types"]; !ok {
+			t.Error("federation config without federation_types")
+		}
+	}
+	if len(s.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("federation: %d volumeClaimTemplates, want its persistent queue's", len(s.Spec.VolumeClaimTemplates))
+	}
+}
+
+// TestKubeDeployUpgrade installs the single gateway as it was released (deploy/base
+// before the split, rendered into testdata), gives its pod 0 the queue PVC the
+// StatefulSet controller would create, then applies today's deploy/base over it
+// on the same real API server. The relay is the same StatefulSet object (updated
+// in place: none of its immutable fields moved), its pod 0 claims that same PVC,
+// federation claims another one, and from then on the HPA's replica count
+// survives every apply.
+func TestKubeDeployUpgrade(t *testing.T) {
+	k := e2e.StartKube(t)
+	ctx := context.Background()
+	const ns = "otelcol-relay"
+	k.MustKubectl(t, "apply", "--server-side", "-f", filepath.Join(e2e.RepoRoot(), "test", "e2e", "testdata", "single-gateway-base.yaml"))
+	sts := k.Client.AppsV1().StatefulSets(ns)
+	old, err := sts.Get(ctx, "otelcol-relay", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No controller-manager runs: create pod 0's claim the way the StatefulSet
+	// controller does, <template>-<statefulset>-<ordinal>, from the template and
+	// labelled with the selector.
+	tmpl := old.Spec.VolumeClaimTemplates[0]
+	pvcLabels := map[string]string{}
+	for k, v := range tmpl.Labels {
+		pvcLabels[k] = v
+	}
+	for k, v := range old.Spec.Selector.MatchLabels {
+		pvcLabels[k] = v
+	}
+	backlog, err := k.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-0", tmpl.Name, old.Name), Labels: pvcLabels},
+		Spec:       tmpl.Spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the single gateway's queue: PVC %s (uid %s)", backlog.Name, backlog.UID)
+
+	out := k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("base"))
+	t.Logf("upgrade:\n%s", out)
+	relay, err := sts.Get(ctx, "otelcol-relay", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if relay.UID != old.UID || relay.Generation == old.Generation {
+		t.Errorf("relay StatefulSet uid %s generation %d, want the gateway's object (uid %s) updated in place (generation > %d)", relay.UID, relay.Generation, old.UID, old.Generation)
+	}
+	claim := fmt.Sprintf("%s-%s-0", relay.Spec.VolumeClaimTemplates[0].Name, relay.Name)
+	if claim != backlog.Name {
+		t.Fatalf("relay pod 0 claims %s, the old gateway's queue is %s", claim, backlog.Name)
+	}
+	got, err := k.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil || got.UID != backlog.UID {
+		t.Fatalf("PVC %s after the upgrade: %v (uid %v, want %s)", claim, err, got.UID, backlog.UID)
+	}
+	if !selects(relay.Spec.Selector, got.Labels) {
+		t.Errorf("the relay's selector %v does not select the kept PVC's labels %v", relay.Spec.Selector, got.Labels)
+	}
+	fed, err := sts.Get(ctx, "otelcol-relay-federation", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := fmt.Sprintf("%s-%s-0", fed.Spec.VolumeClaimTemplates[0].Name, fed.Name); c == backlog.Name {
+		t.Errorf("federation pod 0 would claim the relay's queue %s", c)
+	}
+	for _, e := range relay.Spec.Template.Spec.Containers[0].Env {
+		if strings.HasPrefix(e.Name, "RELAY_FEDERATION_") {
+			t.Errorf("relay pods still get %s after the upgrade", e.Name)
+		}
+	}
+	// The old manifest's replicas: 1 was the applier's; today's manifest has none,
+	// so the field falls back to its default instead of staying pinned.
+	if r := relay.Spec.Replicas; r == nil || *r != 1 {
+		t.Errorf("relay replicas after the upgrade = %v, want the default 1 until the HPA scales", r)
+	}
+
+	// The HPA scales through the scale subresource; a later apply must not undo it.
+	scale, err := sts.GetScale(ctx, "otelcol-relay", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 3
+	if _, err := sts.UpdateScale(ctx, "otelcol-relay", scale, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"}); err != nil {
+		t.Fatal(err)
+	}
+	k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("base"))
+	if relay, err = sts.Get(ctx, "otelcol-relay", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := relay.Spec.Replicas; r == nil || *r != 3 {
+		t.Errorf("relay replicas after re-applying the manifests = %v, want the HPA's 3", r)
+	}
+}
