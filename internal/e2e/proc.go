@@ -304,8 +304,8 @@ func DirBytes(dir string) int64 {
 func MiB(b int64) float64 { return float64(b) / (1 << 20) }
 
 // MetricSum reads the collector's own metrics at metricsAddr and sums the samples
-// of the metric called name (exact Prometheus name) whose label set contains every
-// one of match (e.g. `data_type="logs"`); -1 when there is none.
+// of the metric called name (a counter also as name_total) whose label set
+// contains every one of match (e.g. `data_type="logs"`); -1 when there is none.
 func MetricSum(metricsAddr, name string, match ...string) float64 {
 	resp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
@@ -316,7 +316,8 @@ func MetricSum(metricsAddr, name string, match ...string) float64 {
 	total, found := 0.0, false
 lines:
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") &&
+			!strings.HasPrefix(line, name+"_total{") && !strings.HasPrefix(line, name+"_total ") {
 			continue
 		}
 		for _, m := range match {

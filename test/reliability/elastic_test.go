@@ -61,7 +61,7 @@ func (f *fleet) sender(workers int, rate float64) *e2e.Sender {
 
 // accepted is how many log records relay i's receiver accepted so far.
 func (f *fleet) accepted(i int) float64 {
-	return max(0, e2e.MetricSum(f.gws[i].MetricsAddr, "otelcol_receiver_accepted_log_records_total"))
+	return max(0, e2e.MetricSum(f.gws[i].MetricsAddr, "otelcol_receiver_accepted_log_records"))
 }
 
 type drainAnswer struct {
