@@ -135,10 +135,12 @@ func (a *admission) drain(ctx context.Context) drainResult {
 			res.queued, res.perQueue, res.err = 0, nil, nil
 		} else if q, per, err := a.queueSize(ctx); err == nil {
 			res.queued, res.perQueue, res.err = q, per, nil
-		} else if ctx.Err() == nil || res.err != nil || res.queued < 0 {
-			// A read cut short by the drain's own end keeps the last
-			// reading; any other failure makes the size unknown.
+		} else if ctx.Err() == nil {
 			res.queued, res.perQueue, res.err = -1, nil, err
+		} else if res.queued < 0 && res.err == nil {
+			// A read cut short by the drain's own end keeps the last
+			// reading or error; only with neither is the cut the reason.
+			res.err = err
 		}
 		if res.queued >= 0 {
 			a.leftover.Record(context.Background(), res.queued, a.attrs)

@@ -129,7 +129,7 @@ func TestDrainGivesUpAndSaysWhatIsLeft(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.Drain.MetricsURL = queueMetrics(t, &size)
 	cfg.Drain.PollInterval = 20 * time.Millisecond
-	cfg.Drain.Timeout = 200 * time.Millisecond
+	cfg.Drain.Timeout = time.Second
 	_, drainURL := startDraining(t, cfg)
 	code, body := get(t, drainURL+"/drain")
 	if code != http.StatusInternalServerError || !strings.Contains(body, "123456 left") || !strings.Contains(body, "otlp_http/default/logs=123456") {
@@ -143,7 +143,7 @@ func TestDrainWithoutQueueMetricWaitsAndSaysWhy(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.Drain.MetricsURL = empty.URL
 	cfg.Drain.PollInterval = 20 * time.Millisecond
-	cfg.Drain.Timeout = 100 * time.Millisecond
+	cfg.Drain.Timeout = time.Second
 	_, drainURL := startDraining(t, cfg)
 	code, body := get(t, drainURL+"/drain")
 	if code != http.StatusInternalServerError || !strings.Contains(body, "no otelcol_exporter_queue_size sample") {
