@@ -3,10 +3,14 @@ package admissionextension // import "github.com/otelcol-relay/otelcol-relay/com
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"time"
 )
 
-// Config bounds how many export requests a receiver decodes at once.
+// Config bounds how many export requests a receiver decodes at once, how long a
+// request may hold a slot while its body uploads, how long an HTTP connection is
+// reused, and how the relay drains before it stops.
 type Config struct {
 	// MaxInFlightRequests is how many requests may be read and decoded at the
 	// same time, across every receiver protocol that references this instance.
@@ -14,10 +18,44 @@ type Config struct {
 	// MaxWait is how long a request waits for a slot before it is refused with a
 	// retryable status (HTTP 503 with Retry-After, gRPC UNAVAILABLE).
 	MaxWait time.Duration `mapstructure:"max_wait"`
+	// BodyReadTimeout bounds how long an HTTP request may take to upload its
+	// body once it holds a slot; a stalled upload then gets a retryable 503 and
+	// frees the slot. 0 disables the bound.
+	BodyReadTimeout time.Duration `mapstructure:"body_read_timeout"`
+	// MaxConnectionAge makes the HTTP receiver answer `Connection: close` on the
+	// first request after a connection is this old, so that clients reconnect
+	// and a per-connection balancer (kube-proxy) spreads them over new
+	// replicas. 0 keeps connections for as long as clients do.
+	MaxConnectionAge time.Duration `mapstructure:"max_connection_age"`
+	// Drain serves the preStop and readiness endpoints.
+	Drain DrainConfig `mapstructure:"drain"`
+}
+
+// DrainConfig configures the endpoint that takes the relay out of service before
+// it stops.
+type DrainConfig struct {
+	// Endpoint is host:port for GET /drain (the preStop hook) and GET /ready (the
+	// readiness probe). Empty: no endpoint.
+	Endpoint string `mapstructure:"endpoint"`
+	// Timeout is how long GET /drain waits for the exporters' queues to empty;
+	// keep it below the pod's terminationGracePeriodSeconds, which also has to
+	// cover the shutdown after SIGTERM.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// MetricsURL is the collector's own Prometheus endpoint; /drain reads
+	// otelcol_exporter_queue_size from it. Empty: /drain waits only for the
+	// requests in progress.
+	MetricsURL string `mapstructure:"metrics_url"`
+	// PollInterval is how often /drain reads the queue sizes.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
 }
 
 func createDefaultConfig() *Config {
-	return &Config{MaxInFlightRequests: 8, MaxWait: 5 * time.Second}
+	return &Config{
+		MaxInFlightRequests: 8,
+		MaxWait:             5 * time.Second,
+		BodyReadTimeout:     10 * time.Second,
+		Drain:               DrainConfig{Timeout: 100 * time.Second, PollInterval: 500 * time.Millisecond},
+	}
 }
 
 // Validate checks the bounds.
@@ -28,6 +66,29 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxWait < 0 {
 		errs = append(errs, fmt.Errorf("max_wait %s: must not be negative", c.MaxWait))
+	}
+	if c.BodyReadTimeout < 0 {
+		errs = append(errs, fmt.Errorf("body_read_timeout %s: must not be negative (0 disables it)", c.BodyReadTimeout))
+	}
+	if c.MaxConnectionAge < 0 {
+		errs = append(errs, fmt.Errorf("max_connection_age %s: must not be negative (0 disables it)", c.MaxConnectionAge))
+	}
+	d := c.Drain
+	if d.Endpoint != "" {
+		if _, _, err := net.SplitHostPort(d.Endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("drain::endpoint %q: want host:port: %w", d.Endpoint, err))
+		}
+	}
+	if d.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("drain::timeout %s: must be positive", d.Timeout))
+	}
+	if d.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("drain::poll_interval %s: must be positive", d.PollInterval))
+	}
+	if d.MetricsURL != "" {
+		if u, err := url.Parse(d.MetricsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("drain::metrics_url %q: want an http(s) URL of the collector's own Prometheus metrics", d.MetricsURL))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,5 +1,7 @@
-// Package admissionextension bounds how many export requests the receivers that
-// reference it read and decode at once.
+// Package admissionextension is the gate in front of the receivers that reference
+// it: it bounds how many export requests are read and decoded at once, frees a
+// slot whose body stalls, recycles old HTTP connections so new replicas get
+// traffic, and takes the relay out of service before it stops (drain).
 //
 // memory_limiter refuses data only after a receiver has read and decoded it, and
 // checks memory once a check_interval. A burst of large requests (32 fluent-bit
@@ -13,52 +15,135 @@ package admissionextension
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.opentelemetry.io/collector/extension/extensionmiddleware"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 type admission struct {
-	cfg     *Config
-	slots   chan struct{}
-	refused metric.Int64Counter
-	attrs   metric.MeasurementOption
+	cfg    *Config
+	logger *zap.Logger
+	slots  chan struct{}
+	ages   *connAges
+
+	// active counts requests from their arrival to their answer, including
+	// those waiting for a slot: a drain waits for it to reach zero. It is
+	// raised before draining is checked, so no request slips past a drain.
+	active   atomic.Int64
+	draining atomic.Bool
+	ready    atomic.Bool
+
+	refused    metric.Int64Counter
+	drainGauge metric.Int64Gauge
+	leftover   metric.Int64Gauge
+	attrs      metric.MeasurementOption
+
+	// drainCtx ends at Shutdown, so that a /drain in progress returns.
+	drainCtx    context.Context
+	stopDrain   context.CancelFunc
+	server      *http.Server
+	drainAddr   net.Addr // where the drain endpoint listens (tests use port 0)
+	serverDone  chan struct{}
+	metricsHTTP *http.Client
 }
 
 var (
-	_ extension.Extension            = (*admission)(nil)
-	_ extensionmiddleware.HTTPServer = (*admission)(nil)
-	_ extensionmiddleware.GRPCServer = (*admission)(nil)
+	_ extension.Extension                   = (*admission)(nil)
+	_ extensionmiddleware.HTTPServer        = (*admission)(nil)
+	_ extensionmiddleware.GRPCServer        = (*admission)(nil)
+	_ extensioncapabilities.PipelineWatcher = (*admission)(nil)
 )
 
 func newAdmission(set extension.Settings, cfg *Config) (*admission, error) {
-	refused, err := set.MeterProvider.Meter("github.com/otelcol-relay/otelcol-relay/components/admissionextension").Int64Counter(
+	meter := set.MeterProvider.Meter("github.com/otelcol-relay/otelcol-relay/components/admissionextension")
+	refused, err := meter.Int64Counter(
 		"otelcol_admission_refused_requests",
 		metric.WithDescription("Export requests refused because every decoding slot stayed busy for max_wait."),
 		metric.WithUnit("{request}"))
 	if err != nil {
 		return nil, err
 	}
+	draining, err := meter.Int64Gauge(
+		"otelcol_admission_draining",
+		metric.WithDescription("1 once this relay refuses new export requests (GET /drain, or shutdown), else 0."))
+	if err != nil {
+		return nil, err
+	}
+	leftover, err := meter.Int64Gauge(
+		"otelcol_admission_drain_queue_size",
+		metric.WithDescription("Sum of otelcol_exporter_queue_size (bytes with the relay's sizer) as last read by a drain; when the drain gave up, what stays on this pod's queue volume."))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &admission{
-		cfg:     cfg,
-		slots:   make(chan struct{}, cfg.MaxInFlightRequests),
-		refused: refused,
-		attrs:   metric.WithAttributes(attribute.String("extension", set.ID.String())),
+		cfg:         cfg,
+		logger:      set.Logger,
+		slots:       make(chan struct{}, cfg.MaxInFlightRequests),
+		ages:        newConnAges(cfg.MaxConnectionAge),
+		refused:     refused,
+		drainGauge:  draining,
+		leftover:    leftover,
+		attrs:       metric.WithAttributes(attribute.String("extension", set.ID.String())),
+		drainCtx:    ctx,
+		stopDrain:   cancel,
+		metricsHTTP: &http.Client{Timeout: 5 * time.Second},
 	}, nil
 }
 
-func (*admission) Start(context.Context, component.Host) error { return nil }
+func (a *admission) Start(context.Context, component.Host) error {
+	a.drainGauge.Record(context.Background(), 0, a.attrs)
+	return a.startDrainServer()
+}
 
-func (*admission) Shutdown(context.Context) error { return nil }
+func (a *admission) Shutdown(ctx context.Context) error {
+	a.stopDrain()
+	return a.stopDrainServer(ctx)
+}
+
+// Ready is called once every pipeline runs: /ready turns 200.
+func (a *admission) Ready() error {
+	a.ready.Store(true)
+	return nil
+}
+
+// NotReady is called before the receivers stop (SIGTERM, or a config reload).
+// Requests that arrive while they shut down are refused with a retryable status,
+// never answered with an error a sender drops.
+func (a *admission) NotReady() error {
+	a.ready.Store(false)
+	a.startDraining("the collector is shutting down")
+	return nil
+}
+
+func (a *admission) startDraining(why string) {
+	if a.draining.CompareAndSwap(false, true) {
+		a.drainGauge.Record(context.Background(), 1, a.attrs)
+		a.logger.Info("Refusing new export requests with a retryable status from now on", zap.String("reason", why))
+	}
+}
+
+// enter counts a request in and reports whether it may go on; every call must be
+// paired with leave.
+func (a *admission) enter() bool {
+	a.active.Add(1)
+	return !a.draining.Load()
+}
+
+func (a *admission) leave() { a.active.Add(-1) }
 
 // acquire takes a slot, waiting at most max_wait or until ctx ends.
 func (a *admission) acquire(ctx context.Context) bool {
@@ -85,18 +170,33 @@ func (a *admission) busyMessage() string {
 	return fmt.Sprintf("otelcol-relay: all %d request slots stayed busy for %s (admission max_in_flight_requests); retry later", a.cfg.MaxInFlightRequests, a.cfg.MaxWait)
 }
 
+const drainingMessage = "otelcol-relay: this relay is draining (scale-down, rollout or shutdown); retry, another replica takes the request"
+
 // GetHTTPHandler runs after the server's decompression wrapper, which reads
 // lazily: waiting here holds only the connection, not the decoded body.
 func (a *admission) GetHTTPHandler(context.Context) (extensionmiddleware.WrapHTTPHandlerFunc, error) {
 	retryAfter := strconv.Itoa(max(1, int(a.cfg.MaxWait.Seconds())))
 	return func(_ context.Context, next http.Handler) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer a.leave()
+			if !a.enter() {
+				// Connection: close makes the sender dial again, and the
+				// balancer picks a replica that is still ready.
+				w.Header().Set("Connection", "close")
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, drainingMessage, http.StatusServiceUnavailable)
+				return
+			}
+			if a.ages.expired(r.RemoteAddr, time.Now()) {
+				w.Header().Set("Connection", "close")
+			}
 			if !a.acquire(r.Context()) {
 				w.Header().Set("Retry-After", retryAfter)
 				http.Error(w, a.busyMessage(), http.StatusServiceUnavailable)
 				return
 			}
 			defer a.release()
+			w, r = a.boundBody(w, r)
 			next.ServeHTTP(w, r)
 		}), nil
 	}, nil
@@ -106,11 +206,17 @@ func (a *admission) GetHTTPHandler(context.Context) (extensionmiddleware.WrapHTT
 // the message before any interceptor runs, so here the slots bound how many
 // requests are processed at once, not how many are decoded: each decoded message
 // is bounded by max_recv_msg_size_mib. fluent-bit, the main sender, uses HTTP.
+// gRPC connections are recycled by the receiver's own
+// keepalive::server_parameters::max_connection_age.
 func (a *admission) GetGRPCServerOptions(context.Context) ([]grpc.ServerOption, error) {
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(a.unary)}, nil
 }
 
 func (a *admission) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	defer a.leave()
+	if !a.enter() {
+		return nil, status.Error(codes.Unavailable, drainingMessage)
+	}
 	if !a.acquire(ctx) {
 		return nil, status.Error(codes.Unavailable, a.busyMessage())
 	}

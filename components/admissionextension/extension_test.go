@@ -2,6 +2,7 @@ package admissionextension
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,7 +17,13 @@ import (
 
 func newTestAdmission(t *testing.T, slots int, wait time.Duration) *admission {
 	t.Helper()
-	cfg := &Config{MaxInFlightRequests: slots, MaxWait: wait}
+	cfg := createDefaultConfig()
+	cfg.MaxInFlightRequests, cfg.MaxWait = slots, wait
+	return newTestAdmissionCfg(t, cfg)
+}
+
+func newTestAdmissionCfg(t *testing.T, cfg *Config) *admission {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -25,6 +32,44 @@ func newTestAdmission(t *testing.T, slots int, wait time.Duration) *admission {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// wrap puts the admission middleware in front of h, as the receiver does.
+func wrap(t *testing.T, a *admission, h http.Handler) http.Handler {
+	t.Helper()
+	w, err := a.GetHTTPHandler(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := w(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// wrapOK is the middleware in front of a handler that reads the body the way
+// the OTLP receiver does (a failed read is a 400) and answers 200.
+func wrapOK(t *testing.T, a *admission) http.Handler {
+	return wrap(t, a, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+}
+
+// post sends a small body to url and returns the answer with its body read.
+func post(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url, "application/x-protobuf", strings.NewReader("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }
 
 func TestHTTPRefusesWhenEverySlotStaysBusy(t *testing.T) {
@@ -128,6 +173,11 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{Config{MaxInFlightRequests: 0, MaxWait: time.Second}, "max_in_flight_requests 0: must be at least 1"},
 		{Config{MaxInFlightRequests: 1, MaxWait: -time.Second}, "max_wait -1s: must not be negative"},
+		{Config{MaxInFlightRequests: 1, BodyReadTimeout: -time.Second}, "body_read_timeout -1s: must not be negative"},
+		{Config{MaxInFlightRequests: 1, MaxConnectionAge: -time.Second}, "max_connection_age -1s: must not be negative"},
+		{Config{MaxInFlightRequests: 1, Drain: DrainConfig{Endpoint: "13134", Timeout: time.Second, PollInterval: time.Second}}, `drain::endpoint "13134": want host:port`},
+		{Config{MaxInFlightRequests: 1, Drain: DrainConfig{Timeout: 0, PollInterval: time.Second}}, "drain::timeout 0s: must be positive"},
+		{Config{MaxInFlightRequests: 1, Drain: DrainConfig{Timeout: time.Second, PollInterval: time.Second, MetricsURL: "localhost:8888"}}, `drain::metrics_url "localhost:8888": want an http(s) URL`},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.cfg, err, tc.want)

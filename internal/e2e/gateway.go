@@ -91,7 +91,9 @@ type Gateway struct {
 	Args []string
 	// HTTPURL is the OTLP/HTTP receiver's base URL (https:// with a Receiver).
 	HTTPURL, GRPCAddr, PprofAddr, MetricsAddr, HealthAddr string
-	QueueDir                                              string
+	// DrainAddr serves the admission extension's GET /drain and /ready.
+	DrainAddr string
+	QueueDir  string
 }
 
 // NewGateway prepares the environment and arguments for config/gateway.yaml (the
@@ -123,6 +125,7 @@ current-context: none
 		PprofAddr:   fmt.Sprintf("127.0.0.1:%d", pprofPort),
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", metricsPort),
 		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", healthPort),
+		DrainAddr:   FreeAddr(t),
 		QueueDir:    o.QueueDir,
 		Args:        []string{"--config", filepath.Join(RepoRoot(), "config", "gateway.yaml")},
 	}
@@ -133,6 +136,7 @@ current-context: none
 		fmt.Sprintf("RELAY_HEALTH_PORT=%d", healthPort),
 		fmt.Sprintf("RELAY_PPROF_PORT=%d", pprofPort),
 		fmt.Sprintf("RELAY_METRICS_PORT=%d", metricsPort),
+		"RELAY_DRAIN_PORT=" + g.DrainAddr[len("127.0.0.1:"):],
 		"RELAY_QUEUE_DIR=" + o.QueueDir,
 		"RELAY_K8S_AUTH_TYPE=kubeConfig",
 		"KUBECONFIG=" + kubeconfig,

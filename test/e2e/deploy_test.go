@@ -702,6 +702,7 @@ func TestKubeAttributes(t *testing.T) {
 		fmt.Sprintf("RELAY_HEALTH_PORT=%d", e2e.FreePort(t)),
 		fmt.Sprintf("RELAY_PPROF_PORT=%d", e2e.FreePort(t)),
 		fmt.Sprintf("RELAY_METRICS_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_DRAIN_PORT=%d", e2e.FreePort(t)),
 		"RELAY_QUEUE_DIR="+filepath.Join(t.TempDir(), "queue"),
 		"RELAY_FEDERATION_TARGET="+e2e.FreeAddr(t),
 		"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,

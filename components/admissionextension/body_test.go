@@ -1,0 +1,145 @@
+package admissionextension
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stalledUpload opens a connection, sends the headers of a 1 MB request and 64
+// KiB of its body, and stops sending: a sender whose node died mid-upload. It
+// returns the connection, still open.
+func stalledUpload(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST /v1/logs HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n", addr, 1<<20)
+	if _, err := c.Write(make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Issue 10 item 4: with every slot held by a stalled upload, a live sender is
+// refused until the body deadline frees the slots; then it gets through, and
+// each stalled upload is answered with a retryable 503.
+func TestStalledBodiesFreeTheirSlots(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxInFlightRequests, cfg.MaxWait, cfg.BodyReadTimeout = 2, 100*time.Millisecond, 500*time.Millisecond
+	a := newTestAdmissionCfg(t, cfg)
+	srv := httptest.NewServer(wrapOK(t, a))
+	t.Cleanup(srv.Close) // after the stalled connections close, or it waits for them
+	addr := strings.TrimPrefix(srv.URL, "http://")
+
+	var stalled []net.Conn
+	for range 4 { // more stalled uploads than slots
+		stalled = append(stalled, stalledUpload(t, addr))
+	}
+	waitFor(t, func() bool { return len(a.slots) == cfg.MaxInFlightRequests })
+
+	start := time.Now()
+	var code int
+	for time.Since(start) < 10*time.Second {
+		if code = post(t, srv.URL).StatusCode; code == http.StatusOK {
+			break
+		}
+	}
+	if code != http.StatusOK {
+		t.Fatalf("a live sender still refused (%d) %s after the uploads stalled; body_read_timeout %s", code, time.Since(start), cfg.BodyReadTimeout)
+	}
+	t.Logf("live sender through after %s", time.Since(start).Round(10*time.Millisecond))
+
+	for i, c := range stalled[:2] {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("stalled upload %d: no answer: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "body_read_timeout") {
+			t.Fatalf("stalled upload %d: %d %q (Retry-After %q); want a retryable 503 naming body_read_timeout", i, resp.StatusCode, body, resp.Header.Get("Retry-After"))
+		}
+	}
+}
+
+// An honest upload that takes a while, within the bound, is not cut, and the
+// deadline does not outlive the body (the handler may take longer than it).
+func TestSlowHandlerAfterBodyIsNotCut(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.BodyReadTimeout = 200 * time.Millisecond
+	a := newTestAdmissionCfg(t, cfg)
+	srv := httptest.NewServer(wrap(t, a, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(600 * time.Millisecond): // persisting takes a while
+		case <-r.Context().Done():
+			http.Error(w, "request context canceled", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})))
+	defer srv.Close()
+	for range 2 { // the second one reuses the connection
+		if code := post(t, srv.URL).StatusCode; code != http.StatusOK {
+			t.Fatalf("slow handler after a complete body: %d", code)
+		}
+	}
+}
+
+func TestConnectionClosedOnceOlderThanMaxAge(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxConnectionAge = 300 * time.Millisecond
+	a := newTestAdmissionCfg(t, cfg)
+	srv := httptest.NewServer(wrapOK(t, a))
+	defer srv.Close()
+	client := srv.Client()
+	closed, start := 0, time.Now()
+	for time.Since(start) < 1500*time.Millisecond {
+		resp, err := client.Post(srv.URL, "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Close {
+			closed++
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A keep-alive client would use one connection throughout; with a 300ms
+	// age it gets at most one recycle per 300ms, and at least one in 1.5s.
+	if most := int(time.Since(start)/cfg.MaxConnectionAge) + 1; closed < 1 || closed > most {
+		t.Fatalf("%d answers carried Connection: close in %s with max_connection_age 300ms; want 1-%d", closed, time.Since(start).Round(time.Millisecond), most)
+	}
+	waitFor(t, func() bool { return a.ages.len() <= 1 })
+}
+
+func TestConnAgesForgetsIdleConnections(t *testing.T) {
+	c := newConnAges(time.Minute)
+	t0 := time.Unix(0, 0)
+	for i := range 100 {
+		c.expired(fmt.Sprintf("10.0.0.1:%d", 1000+i), t0)
+	}
+	if c.expired("10.0.0.1:1000", t0.Add(30*time.Second)) {
+		t.Fatal("a 30s old connection expired with max age 1m")
+	}
+	if !c.expired("10.0.0.1:1000", t0.Add(61*time.Second)) {
+		t.Fatal("a 61s old connection did not expire with max age 1m")
+	}
+	c.expired("10.0.0.2:1", t0.Add(2*time.Minute)) // sweeps the idle ones
+	if n := c.len(); n != 1 {
+		t.Fatalf("%d connections remembered after the idle ones were swept; want 1", n)
+	}
+}
