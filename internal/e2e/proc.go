@@ -290,35 +290,16 @@ func DirBytes(dir string) int64 {
 // MiB converts bytes to mebibytes for reports.
 func MiB(b int64) float64 { return float64(b) / (1 << 20) }
 
-// MetricSum reads the collector's own metrics at metricsAddr and sums the samples
-// of the metric called name (a counter also as name_total) whose label set
-// contains every one of match (e.g. `data_type="logs"`); -1 when there is none.
-func MetricSum(metricsAddr, name string, match ...string) float64 {
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+// MetricSum sums the samples of the collector's own metric name (its counter or
+// gauge family) at metricsAddr; -1 when there is none.
+func MetricSum(metricsAddr, name string) float64 {
+	m, err := ScrapeSelfMetrics(metricsAddr)
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	total, found := 0.0, false
-lines:
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") &&
-			!strings.HasPrefix(line, name+"_total{") && !strings.HasPrefix(line, name+"_total ") {
-			continue
-		}
-		for _, m := range match {
-			if !strings.Contains(line, m) {
-				continue lines
-			}
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			total, found = total+v, true
-		}
-	}
-	if !found {
+	v, ok := m.Sum(name, nil)
+	if !ok {
 		return -1
 	}
-	return total
+	return v
 }
