@@ -4,9 +4,10 @@
 // about to run:
 //
 //   - TLS material (tls::ca_file, cert_file, ...) or a certwatch middleware on a
-//     plaintext (http://, tls::insecure) endpoint, where it would be silently ignored;
-//   - a plaintext endpoint on an exporter whose name does not say so
-//     (otlp_http/plaintext-<name> is the explicit opt-in);
+//     plaintext connection, where it would be silently ignored;
+//   - a plaintext connection, or tls::insecure_skip_verify, on an exporter whose
+//     name does not say so (otlp_http/plaintext-<name> is the explicit opt-in);
+//   - any exporter tls:: field beside certwatch, which builds the TLS itself;
 //   - an exporter naming a certwatch/<name> that is not configured, or not enabled in
 //     service::extensions; a certwatch instance no exporter uses; certwatch not the
 //     last middleware of an otlp_http exporter;
