@@ -333,9 +333,24 @@ exporters:
 			want: "each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the confmap.enableMergeAppendOption feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=confmap.enableMergeAppendOption",
 		},
 		{
-			name: "literal credential header on a processor",
-			args: gatewayWith("processor.yaml", "processors:\n  federation_types:\n    headers:\n      Authorization: \"Bearer "+literal+"\"\n"),
-			want: "processors::federation_types: headers::Authorization is a credential written as a literal value (value not shown)",
+			// The collector's own telemetry exporter is a component with headers
+			// outside exporters::.
+			name: "literal credential header outside exporters",
+			args: gatewayWith("telemetry.yaml", `
+service:
+  telemetry:
+    metrics:
+      readers:
+        - periodic:
+            exporter:
+              otlp:
+                protocol: http/protobuf
+                endpoint: https://127.0.0.1:4318/v1/metrics
+                headers:
+                  - name: Authorization
+                    value: "Bearer `+literal+`"
+`),
+			want: "service::telemetry::metrics::readers[0]::periodic::exporter::otlp: headers::Authorization is a credential written as a literal value (value not shown)",
 		},
 		{
 			name: "password in an endpoint's userinfo",
