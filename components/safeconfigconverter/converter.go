@@ -4,9 +4,10 @@
 // about to run:
 //
 //   - TLS material (tls::ca_file, cert_file, ...) or a certwatch middleware on a
-//     plaintext (http://, tls::insecure) endpoint, where it would be silently ignored;
-//   - a plaintext endpoint on an exporter whose name does not say so
-//     (otlp_http/plaintext-<name> is the explicit opt-in);
+//     plaintext connection, where it would be silently ignored;
+//   - a plaintext connection, or tls::insecure_skip_verify, on an exporter whose
+//     name does not say so (otlp_http/plaintext-<name> is the explicit opt-in);
+//   - any exporter tls:: field beside certwatch, which builds the TLS itself;
 //   - an exporter naming a certwatch/<name> that is not configured, or not enabled in
 //     service::extensions; a certwatch instance no exporter uses; certwatch not the
 //     last middleware of an otlp_http exporter;
@@ -26,6 +27,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -149,7 +151,7 @@ func Check(cfg map[string]any, headerEnvs map[string]any) []error {
 			if proto == "http" && i != len(mws)-1 {
 				errs = append(errs, fmt.Errorf("exporters::%s: middlewares[%d]::id %q must be the last middleware of an otlp_http exporter: only the last one receives the *http.Transport it configures", id, i, mwID))
 			}
-			errs = append(errs, checkPinnedFiles(id, exp, mwID, asMap(extensions[mwID]))...)
+			errs = append(errs, checkCertwatchOverrides(id, exp, mwID, asMap(extensions[mwID]))...)
 		}
 	}
 	for _, id := range sortedKeys(extensions) {
@@ -162,32 +164,58 @@ func Check(cfg map[string]any, headerEnvs map[string]any) []error {
 	return errs
 }
 
-// checkTransport enforces "TLS always on unless the name says otherwise".
+// checkTransport enforces "TLS always on unless the name says otherwise", deciding
+// TLS the way the exporter will:
+//   - otlp_http (confighttp): the URL scheme alone; tls::insecure only makes it
+//     skip the rest of its tls block.
+//   - otlp_grpc (configgrpc v1.71.0, getGrpcDialOptions): TLS unless tls::insecure
+//     is true with no CA, and an https:// endpoint turns it back on. Any other
+//     scheme is a resolver target (dns:///, passthrough:///) or stripped (http://).
+//   - certwatch replaces whatever the tls block says (checkCertwatchOverrides).
 func checkTransport(id, name, proto string, exp map[string]any) []error {
 	tlsCfg := asMap(exp["tls"])
-	keys := []string{"endpoint"}
-	if proto == "http" {
-		keys = httpEndpointKeys
-	}
-	var plain []string // fields that make this exporter plaintext
-	for _, k := range keys {
-		ep, _ := exp[k].(string)
-		if ep == "" {
-			continue
+	insecure := isTrue(tlsCfg["insecure"])
+	certwatch := usesCertwatch(exp)
+	var plain []string   // fields that make this exporter plaintext
+	var tlsAnyway string // why tls::insecure does not turn TLS off
+	hint := ""           // why a connection that looks plaintext is not
+	switch proto {
+	case "http":
+		for _, k := range httpEndpointKeys {
+			ep, _ := exp[k].(string)
+			if ep == "" {
+				continue
+			}
+			switch endpointScheme(ep) {
+			case "http":
+				plain = append(plain, fmt.Sprintf("%s %q", k, redact(ep)))
+			case "https":
+			default:
+				return []error{fmt.Errorf("exporters::%s: %s %q must start with https:// (or http:// on an exporter named %s/%s-...)", id, k, redact(ep), typeOf(id), PlaintextPrefix)}
+			}
 		}
-		switch scheme := endpointScheme(ep); {
-		case scheme == "http":
-			plain = append(plain, fmt.Sprintf("%s %q", k, redact(ep)))
+		if insecure && len(plain) == 0 {
+			tlsAnyway = "otlp_http uses TLS for every https:// endpoint"
+		}
+	case "grpc":
+		ep, _ := exp["endpoint"].(string)
+		scheme := endpointScheme(ep)
+		switch {
+		case !insecure:
+			if scheme == "http" {
+				hint = " (configgrpc decides from tls::insecure, not from an http:// endpoint)"
+			}
+		case certwatch:
 		case scheme == "https":
-		case proto == "grpc" && scheme == "": // host:port; TLS unless tls::insecure
+			tlsAnyway = "configgrpc uses TLS for an https:// endpoint"
+		case hasCA(tlsCfg):
+			tlsAnyway = "configgrpc uses TLS when tls::ca_file or ca_pem is set"
 		default:
-			return []error{fmt.Errorf("exporters::%s: %s %q must start with https:// (or http:// on an exporter named %s/%s-...)", id, k, redact(ep), typeOf(id), PlaintextPrefix)}
+			plain = append(plain, "tls::insecure true")
 		}
-	}
-	if b, _ := tlsCfg["insecure"].(bool); b {
-		plain = append(plain, "tls::insecure true")
 	}
 	optIn := strings.HasPrefix(name, PlaintextPrefix)
+	skipVerify := isTrue(tlsCfg["insecure_skip_verify"])
 	var errs []error
 	switch {
 	case len(plain) > 0:
@@ -205,26 +233,78 @@ func checkTransport(id, name, proto string, exp map[string]any) []error {
 		if !optIn {
 			errs = append(errs, fmt.Errorf("exporters::%s: plaintext connection (%s): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter %s/%s-<name>", id, what, typeOf(id), PlaintextPrefix))
 		}
-	case optIn:
-		errs = append(errs, fmt.Errorf("exporters::%s: the name says %q but the connection uses TLS: rename it so the name does not mislead", id, PlaintextPrefix))
+		return errs
+	case tlsAnyway != "" && !certwatch:
+		errs = append(errs, fmt.Errorf("exporters::%s: tls::insecure is true but the connection uses TLS anyway (%s); it only makes the exporter ignore the rest of its tls block: remove it", id, tlsAnyway))
+	}
+	// TLS from here on. Unverified TLS protects no more than plaintext against
+	// anyone on the path, so it takes the same visible opt-in. With certwatch the
+	// field is ignored, which checkCertwatchOverrides reports.
+	switch {
+	case skipVerify && !optIn && !certwatch:
+		errs = append(errs, fmt.Errorf("exporters::%s: tls::insecure_skip_verify is true, so the backend's certificate is not verified and anyone on the path can read and alter the data and take its credentials: verify it (tls::ca_file, or a certwatch instance), or make the choice visible by naming the exporter %s/%s-<name>", id, typeOf(id), PlaintextPrefix))
+	case optIn && !skipVerify:
+		errs = append(errs, fmt.Errorf("exporters::%s: the name says %q but the connection uses TLS%s: rename it so the name does not mislead", id, PlaintextPrefix, hint))
 	}
 	return errs
 }
 
-// checkPinnedFiles rejects an exporter tls block that points at the files its
-// certwatch instance rotates: the exporter reads them once at start and would keep
-// presenting (or trusting) the old certificate.
-func checkPinnedFiles(id string, exp map[string]any, mwID string, cw map[string]any) []error {
+// certwatchFields are the exporter tls:: fields certwatch has its own version of.
+var certwatchFields = map[string]bool{
+	"ca_file": true, "cert_file": true, "key_file": true, "include_system_ca_certs_pool": true,
+	"server_name_override": true, "min_version": true,
+}
+
+// checkCertwatchOverrides rejects any exporter tls:: field on an exporter that
+// uses certwatch: certwatch builds the TLS configuration itself (gRPC transport
+// credentials, or the *http.Transport's TLSClientConfig and DialTLSContext), so
+// the exporter's tls block is silently ignored. The files certwatch rotates get
+// their own message: pointing the block at them suggests it would follow them.
+func checkCertwatchOverrides(id string, exp map[string]any, mwID string, cw map[string]any) []error {
 	tlsCfg := asMap(exp["tls"])
 	var errs []error
-	for _, k := range []string{"ca_file", "cert_file", "key_file"} {
-		mine, _ := tlsCfg[k].(string)
-		theirs, _ := cw[k].(string)
-		if mine != "" && mine == theirs {
-			errs = append(errs, fmt.Errorf("exporters::%s: tls::%s %q is the file %s rotates; the tls block is read once at start and would pin the old certificate: remove tls::%s and leave it to %s", id, k, mine, mwID, k, mwID))
+	for _, k := range sortedKeys(tlsCfg) {
+		v := tlsCfg[k]
+		if isZero(v) {
+			continue
 		}
+		if mine, _ := v.(string); (k == "ca_file" || k == "cert_file" || k == "key_file") && mine == cw[k] {
+			errs = append(errs, fmt.Errorf("exporters::%s: tls::%s %q is the file %s rotates; the tls block is read once at start and would pin the old certificate: remove tls::%s and leave it to %s", id, k, mine, mwID, k, mwID))
+			continue
+		}
+		instead := ""
+		if certwatchFields[k] {
+			instead = fmt.Sprintf(" (set %s on %s instead)", k, mwID)
+		}
+		errs = append(errs, fmt.Errorf("exporters::%s: tls::%s is set, but %s builds this exporter's TLS configuration itself and ignores it: remove tls::%s%s", id, k, mwID, k, instead))
 	}
 	return errs
+}
+
+func usesCertwatch(exp map[string]any) bool {
+	for _, mw := range asList(exp["middlewares"]) {
+		if mwID, _ := asMap(mw)["id"].(string); typeOf(mwID) == certwatchType {
+			return true
+		}
+	}
+	return false
+}
+
+func hasCA(tlsCfg map[string]any) bool {
+	return !isZero(tlsCfg["ca_file"]) || !isZero(tlsCfg["ca_pem"])
+}
+
+// isTrue reads a boolean as the collector will: a YAML bool, or the string an
+// ${env:...} reference left.
+func isTrue(v any) bool {
+	switch t := v.(type) {
+	case bool:
+		return t
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(t))
+		return err == nil && b
+	}
+	return false
 }
 
 // checkEnvCollisions rejects two backends that read a header from the same
@@ -317,6 +397,10 @@ func isZero(v any) bool {
 		return t == ""
 	case bool:
 		return !t
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		return len(t) == 0
 	}
 	return false
 }

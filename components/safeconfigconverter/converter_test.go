@@ -2,6 +2,7 @@ package safeconfigconverter
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +114,7 @@ func TestValidConfigsPass(t *testing.T) {
 
 func TestRules(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
+	t.Setenv("ENDPOINT_PASSWORD", "pw")
 	for _, tc := range []struct {
 		name     string
 		old, new string // replaced in base
@@ -130,7 +132,9 @@ func TestRules(t *testing.T) {
 			`exporters::otlp_http/default: plaintext connection (logs_endpoint "http://other:4318/v1/logs")`},
 		{"no scheme on http", "https://default.example:4318", "default.example:4318",
 			`exporters::otlp_http/default: endpoint "default.example:4318" must start with https://`},
-		{"credentials not echoed", "https://default.example:4318", "http://user:pw@default.example:4318",
+		// A literal password is the provider's to refuse; one from the environment
+		// reaches the converter, which must not echo it.
+		{"credentials not echoed", "https://default.example:4318", "http://user:${env:ENDPOINT_PASSWORD}@default.example:4318",
 			`endpoint "http://REDACTED@default.example:4318"`},
 		{"missing certwatch", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/defualt}]",
 			`exporters::otlp_http/default: middlewares[0]::id "certwatch/defualt" names a certwatch instance that is not configured under extensions`},
@@ -144,6 +148,19 @@ func TestRules(t *testing.T) {
 			`exporters::otlp_http/default: tls::cert_file "/certs/default/tls.crt" is the file certwatch/default rotates`},
 		{"unused backend", "exporters: [otlp_http/default]", "exporters: [debug]",
 			`exporters::otlp_http/default: no pipeline in service::pipelines sends to it`},
+		// Unverified TLS needs the visible opt-in (issue 10 item 9).
+		{"skip verify without opt-in", "middlewares: [{id: certwatch/default}]", "middlewares: []\n    tls:\n      ca_file: /certs/ca.crt\n      insecure_skip_verify: true",
+			`exporters::otlp_http/default: tls::insecure_skip_verify is true, so the backend's certificate is not verified`},
+		// certwatch builds the whole TLS configuration: any exporter tls:: field is
+		// silently ignored (issue 10 item 10).
+		{"certwatch ignores min_version", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}]\n    tls:\n      min_version: \"1.3\"",
+			`exporters::otlp_http/default: tls::min_version is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it: remove tls::min_version (set min_version on certwatch/default instead)`},
+		{"certwatch ignores another ca_file", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}]\n    tls:\n      ca_file: /certs/other/ca.crt",
+			`exporters::otlp_http/default: tls::ca_file is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it`},
+		{"certwatch ignores insecure_skip_verify", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}]\n    tls:\n      insecure_skip_verify: true",
+			`exporters::otlp_http/default: tls::insecure_skip_verify is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it: remove tls::insecure_skip_verify`},
+		{"certwatch ignores cipher_suites", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}]\n    tls:\n      cipher_suites: [TLS_AES_128_GCM_SHA256]",
+			`exporters::otlp_http/default: tls::cipher_suites is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(base, tc.old) {
@@ -268,4 +285,65 @@ func equal(got any, want []any) bool {
 		}
 	}
 	return true
+}
+
+// otlpGRPC is one gRPC backend; %s is its name, %s its endpoint and %s its tls block.
+const otlpGRPC = `
+exporters:
+  otlp_grpc/%s:
+    endpoint: %s
+%s
+service:
+  pipelines:
+    logs:
+      receivers: [otlp]
+      exporters: [otlp_grpc/%s]
+`
+
+// configgrpc v1.71.0 (getGrpcDialOptions) uses TLS unless tls::insecure is true
+// with no CA; an https:// endpoint turns it back on. The endpoint's scheme is
+// otherwise a resolver target (dns:///, passthrough:///) or stripped (http://).
+// confighttp decides from the URL scheme alone. The rules follow what the
+// exporters do (issue 10 item 11).
+func TestTransportFollowsTheExporters(t *testing.T) {
+	grpc := func(name, endpoint, tls string) string {
+		return fmt.Sprintf(otlpGRPC, name, endpoint, tls, name)
+	}
+	const insecure = "    tls:\n      insecure: true"
+	for _, tc := range []struct {
+		name, config, want string // want "" means accepted
+	}{
+		{"grpc dns resolver keeps TLS", grpc("b", "dns:///b.example:4317", ""), ""},
+		{"grpc passthrough keeps TLS", grpc("b", "passthrough:///b.example:4317", ""), ""},
+		{"grpc http:// keeps TLS", grpc("b", "http://b.example:4317", ""), ""},
+		{"grpc http:// named plaintext uses TLS", grpc("plaintext-b", "http://b.example:4317", ""),
+			`exporters::otlp_grpc/plaintext-b: the name says "plaintext" but the connection uses TLS (configgrpc decides from tls::insecure, not from an http:// endpoint)`},
+		{"grpc dns resolver insecure named plaintext", grpc("plaintext-b", "dns:///b.example:4317", insecure), ""},
+		{"grpc dns resolver insecure", grpc("b", "dns:///b.example:4317", insecure),
+			"exporters::otlp_grpc/b: plaintext connection (tls::insecure true): TLS is required"},
+		{"grpc https:// ignores insecure", grpc("b", "https://b.example:4317", insecure),
+			"exporters::otlp_grpc/b: tls::insecure is true but the connection uses TLS anyway (configgrpc uses TLS for an https:// endpoint)"},
+		{"grpc ca_file overrides insecure", grpc("b", "b.example:4317", insecure+"\n      ca_file: /certs/ca.crt"),
+			"exporters::otlp_grpc/b: tls::insecure is true but the connection uses TLS anyway (configgrpc uses TLS when tls::ca_file or ca_pem is set)"},
+		{"http https:// ignores insecure", strings.ReplaceAll(grpc("b", "https://b.example:4318", insecure), "otlp_grpc", "otlp_http"),
+			"exporters::otlp_http/b: tls::insecure is true but the connection uses TLS anyway (otlp_http uses TLS for every https:// endpoint)"},
+		{"http https:// insecure named plaintext", strings.ReplaceAll(grpc("plaintext-b", "https://b.example:4318", insecure), "otlp_grpc", "otlp_http"),
+			`exporters::otlp_http/plaintext-b: the name says "plaintext" but the connection uses TLS`},
+		{"http http:// named plaintext", strings.ReplaceAll(grpc("plaintext-b", "http://b.example:4318", ""), "otlp_grpc", "otlp_http"), ""},
+		// insecure_skip_verify is allowed only behind the visible opt-in (item 9).
+		{"grpc skip verify named plaintext", grpc("plaintext-lab", "lab.example:4317", "    tls:\n      insecure_skip_verify: true"), ""},
+		{"grpc skip verify from env", grpc("b", "b.example:4317", "    tls:\n      insecure_skip_verify: ${env:SKIP_VERIFY}"),
+			"exporters::otlp_grpc/b: tls::insecure_skip_verify is true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SKIP_VERIFY", "true")
+			_, err := resolve(t, tc.config)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("want accepted, got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -110,8 +111,12 @@ func (p *provider) Shutdown(ctx context.Context) error { return p.upstream.Shutd
 // credentialHeader matches header names that carry a credential: Authorization,
 // Proxy-Authorization, X-API-Key, DD-API-KEY, api_key, X-SF-Token, X-Insert-Key,
 // X-Auth-Token, Cookie, ... Each word of the name is matched, so Content-Type or
-// X-Scope-OrgID do not match.
+// X-Scope-OrgID do not match. It also names credential query parameters.
 var credentialHeader = regexp.MustCompile(`(?i)(^|[-_.])(authorization|auth|token|secret|password|passwd|credentials?|cookie|api[-_]?key|apikey|key|signature|session)([-_.]|$)|^x-honeycomb-team$`)
+
+// credentialParam adds the short query parameter names of signed URLs (Azure
+// SAS "sig") to credentialHeader.
+var credentialParam = regexp.MustCompile(`(?i)^(sig|pwd)$`)
 
 // secretKeys are config keys, anywhere in a document, whose value is a credential
 // (prometheus basic_auth.password, authorization.credentials, oauth2.client_secret,
@@ -121,34 +126,137 @@ var secretKeys = map[string]bool{
 	"key_pem": true, "token": true, "api_key": true, "secret": true,
 }
 
-// authSchemeOnly is the literal text allowed around references in a credential
-// header: nothing, or an auth scheme word such as "Bearer " or "Basic ".
-var authSchemeOnly = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9._-]*\s+)?$`)
+// authScheme is the literal text allowed before the references of a credential
+// header: nothing, or one known auth scheme word followed by a space. Any other
+// word could be (part of) the credential itself.
+var authScheme = regexp.MustCompile(`(?i)^\s*((basic|bearer|digest|negotiate|oauth|apikey|api-key|api-token|token|dsn|splunk|genie-?key|ssws)\s+)?$`)
 
 // Check returns one error per literal credential in a raw (unexpanded) config
 // document. Errors name the component and the field but never the value.
 func Check(doc map[string]any) []error {
 	var errs []error
-	if exps, ok := doc["exporters"].(map[string]any); ok {
-		for _, id := range sortedKeys(exps) {
-			forEachHeader(exps[id], func(name string, value any) {
-				if credentialHeader.MatchString(name) {
-					if err := checkCredential(value, exporterEnvName(id, name)); err != nil {
-						errs = append(errs, fmt.Errorf("exporters::%s: headers::%s %w", id, name, err))
-					}
-				}
-			})
-		}
-	}
 	walk(doc, "", func(path, key string, value any) {
-		if !secretKeys[strings.ToLower(key)] || !isScalar(value) || isExporterHeader(path) {
-			return // not a secret, a section that happens to be called "credentials", or checked above
+		switch {
+		case key == "headers":
+			errs = append(errs, checkHeaders(path, value)...)
+		case key == "http_headers":
+			errs = append(errs, checkHTTPHeaders(path, value)...)
+		case underHeaders(path):
+			// a header's own name or fields: checked above, with its name
+		case secretKeys[strings.ToLower(key)], parentKey(path) == "params" && isCredentialParam(key):
+			errs = append(errs, checkValues(path, value)...)
 		}
-		if err := checkCredential(value, ""); err != nil {
-			errs = append(errs, fmt.Errorf("%s %w", path, err))
+	})
+	walkStrings(doc, "", func(path, s string) {
+		errs = append(errs, checkURL(path, s)...)
+	})
+	return errs
+}
+
+// checkHeaders checks a headers map or list (path ends in "headers"). An
+// exporter's errors suggest its conventional variable.
+func checkHeaders(path string, headers any) []error {
+	owner := strings.TrimSuffix(path, "::headers")
+	id := ""
+	if parts := strings.Split(owner, "::"); len(parts) == 2 && parts[0] == "exporters" {
+		id = parts[1]
+	}
+	var errs []error
+	forEachHeader(headers, func(name string, value any) {
+		if !credentialHeader.MatchString(name) {
+			return
+		}
+		hint := ""
+		if id != "" {
+			hint = exporterEnvName(id, name)
+		}
+		if err := checkCredential(value, hint); err != nil {
+			errs = append(errs, fmt.Errorf("%s: headers::%s %w", owner, name, err))
 		}
 	})
 	return errs
+}
+
+// checkHTTPHeaders checks Prometheus' http_headers: {Name: {values: [...],
+// secrets: [...], files: [...]}}. secrets are credentials whatever the name;
+// values are when the name says so.
+func checkHTTPHeaders(path string, headers any) []error {
+	hs, _ := headers.(map[string]any)
+	var errs []error
+	for _, name := range sortedKeys(hs) {
+		h, _ := hs[name].(map[string]any)
+		if credentialHeader.MatchString(name) {
+			errs = append(errs, checkValues(path+"::"+name+"::values", h["values"])...)
+		}
+		errs = append(errs, checkValues(path+"::"+name+"::secrets", h["secrets"])...)
+	}
+	return errs
+}
+
+// checkValues checks a credential value, or each element of a list of them.
+func checkValues(path string, value any) []error {
+	var errs []error
+	switch v := value.(type) {
+	case map[string]any:
+		// a section that happens to be called "credentials"
+	case []any:
+		for i, item := range v {
+			if isScalar(item) {
+				if err := checkCredential(item, ""); err != nil {
+					errs = append(errs, fmt.Errorf("%s[%d] %w", path, i, err))
+				}
+			}
+		}
+	default:
+		if err := checkCredential(value, ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s %w", path, err))
+		}
+	}
+	return errs
+}
+
+// checkURL refuses a URL that carries a literal credential: a password in its
+// userinfo (Go sends it as Basic auth on every request) or a credential query
+// parameter. References are masked before parsing so ${env:...} parts are
+// checked as references; a literal ${env:X:-default} is checked too.
+func checkURL(path, s string) []error {
+	if !strings.Contains(s, "://") {
+		return nil
+	}
+	var errs []error
+	refs, _ := scan(s)
+	for _, r := range refs {
+		if r.hasDef {
+			errs = append(errs, checkURL(path, r.def)...)
+		}
+	}
+	masked, orig := maskRefs(s)
+	u, err := url.Parse(masked)
+	if err != nil {
+		return errs // not a URL
+	}
+	if pw, ok := u.User.Password(); ok {
+		if err := checkCredential(unmask(pw, orig), ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s has a password in its userinfo, which Go sends as Basic auth: the password %w", path, err))
+		}
+	}
+	q := u.Query()
+	for _, name := range sortedKeys(toAny(q)) {
+		if !isCredentialParam(name) {
+			continue
+		}
+		for _, v := range q[name] {
+			if err := checkCredential(unmask(v, orig), ""); err != nil {
+				errs = append(errs, fmt.Errorf("%s has a credential in its query parameter %s: the value %w", path, name, err))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+func isCredentialParam(name string) bool {
+	return credentialHeader.MatchString(name) || credentialParam.MatchString(name)
 }
 
 // checkCredential explains why value is not a safely sourced credential, or
@@ -180,30 +288,39 @@ func checkCredential(value any, envHint string) error {
 			return fmt.Errorf("comes from ${%s:...}, which embeds the value in the config: use %s", r.scheme, suggest)
 		}
 	}
-	if !authSchemeOnly.MatchString(literal) {
+	// The literal text may only be a scheme word in front of the references.
+	word := strings.TrimSpace(literal)
+	if !authScheme.MatchString(literal) || !strings.HasPrefix(strings.TrimSpace(s), word) {
 		return fmt.Errorf("mixes literal text with a reference (value not shown): only an auth scheme word such as \"Bearer \" may be literal; use %s", suggest)
 	}
 	return nil
 }
 
-// forEachHeader calls f for every header of an exporter config, in either form
-// configopaque.MapList accepts: a map, or a list of {name, value}.
-func forEachHeader(exporter any, f func(name string, value any)) {
-	cfg, ok := exporter.(map[string]any)
-	if !ok {
-		return
-	}
-	switch hs := cfg["headers"].(type) {
+// forEachHeader calls f for every header in a headers value, in either form
+// configopaque.MapList accepts: a map, or a list of {name, value}. The list form
+// of headers_setter ({key, value, default_value}) is read too.
+func forEachHeader(headers any, f func(name string, value any)) {
+	switch hs := headers.(type) {
 	case map[string]any:
 		for _, name := range sortedKeys(hs) {
 			f(name, hs[name])
 		}
 	case []any:
 		for _, item := range hs {
-			if pair, ok := item.(map[string]any); ok {
-				if name, ok := pair["name"].(string); ok {
-					f(name, pair["value"])
-				}
+			pair, ok := item.(map[string]any)
+			if !ok {
+				continue
+			}
+			name, ok := pair["name"].(string)
+			if !ok {
+				name, ok = pair["key"].(string)
+			}
+			if !ok {
+				continue
+			}
+			f(name, pair["value"])
+			if d, ok := pair["default_value"]; ok {
+				f(name, d)
 			}
 		}
 	}
@@ -218,7 +335,8 @@ func headerEnvs(doc map[string]any) map[string]any {
 	out := map[string]any{}
 	for id, cfg := range exps {
 		headers := map[string]any{}
-		forEachHeader(cfg, func(name string, value any) {
+		exp, _ := cfg.(map[string]any)
+		forEachHeader(exp["headers"], func(name string, value any) {
 			s, ok := value.(string)
 			if !ok {
 				return
@@ -282,11 +400,47 @@ func walk(v any, path string, f func(path, key string, value any)) {
 	}
 }
 
-// isExporterHeader reports whether path is exporters::<id>::headers::..., which the
-// header rule already covers with a better message.
-func isExporterHeader(path string) bool {
-	parts := strings.SplitN(path, "::", 4)
-	return len(parts) >= 3 && parts[0] == "exporters" && strings.HasPrefix(parts[2], "headers")
+// walkStrings calls f for every string in v, list elements included.
+func walkStrings(v any, path string, f func(path, s string)) {
+	switch t := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			p := k
+			if path != "" {
+				p = path + "::" + k
+			}
+			walkStrings(t[k], p, f)
+		}
+	case []any:
+		for i, item := range t {
+			walkStrings(item, fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	case string:
+		f(path, t)
+	}
+}
+
+// underHeaders reports whether path lies inside a headers or http_headers
+// section, which the header rules cover with the header's name.
+func underHeaders(path string) bool {
+	parts := strings.Split(path, "::")
+	for _, p := range parts[:len(parts)-1] {
+		if p, _, _ = strings.Cut(p, "["); p == "headers" || p == "http_headers" {
+			return true
+		}
+	}
+	return false
+}
+
+// parentKey is the key that holds path's last element ("params" for
+// ...::params::api_key).
+func parentKey(path string) string {
+	parts := strings.Split(path, "::")
+	if len(parts) < 2 {
+		return ""
+	}
+	p, _, _ := strings.Cut(parts[len(parts)-2], "[")
+	return p
 }
 
 func isScalar(v any) bool {
@@ -304,4 +458,12 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func toAny[V any](m map[string]V) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

@@ -49,6 +49,13 @@ func TestCredentialHeaders(t *testing.T) {
 		{"literal default", "Authorization", "${env:TOKEN:-" + secret + "}", "has a literal default in ${env:TOKEN:-...} (value not shown)"},
 		{"yaml scheme", "Authorization", "${yaml:" + secret + "}", "comes from ${yaml:...}, which embeds the value in the config"},
 		{"literal around reference", "Authorization", secret + "${env:TOKEN}", "mixes literal text with a reference"},
+		// Only known auth scheme words may be literal (issue 10 item 8).
+		{"literal word before reference", "X-API-Key", "LITERALKEY ${env:X:-}", "mixes literal text with a reference"},
+		{"secret word before reference", "Authorization", secret + " ${env:TOKEN}", "mixes literal text with a reference"},
+		{"scheme word after reference", "Authorization", `"${env:TOKEN}Bearer "`, "mixes literal text with a reference"},
+		{"api-token scheme", "Authorization", "Api-Token ${env:DT_TOKEN}", ""},
+		{"apikey scheme", "Authorization", "ApiKey ${env:ES_KEY}", ""},
+		{"lower-case basic", "Authorization", "basic ${env:BASIC}", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := retrieve(t, exporterWithHeader(tc.header, tc.value))
@@ -150,4 +157,141 @@ func TestMissingFileKeepsUpstreamError(t *testing.T) {
 	if p.Scheme() != "file" {
 		t.Fatalf("scheme %q", p.Scheme())
 	}
+}
+
+// expectRefused retrieves content and wants one error per entry of want, none of
+// which may show the secret.
+func expectRefused(t *testing.T, content string, want ...string) {
+	t.Helper()
+	_, err := retrieve(t, content)
+	if err == nil {
+		t.Fatalf("accepted; want errors %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not contain %q:\n%v", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("error leaks the credential: %q", err)
+	}
+}
+
+func expectAccepted(t *testing.T, content string) {
+	t.Helper()
+	if _, err := retrieve(t, content); err != nil {
+		t.Fatalf("want accepted, got %v", err)
+	}
+}
+
+// Headers are checked in every component, not only exporters (issue 10 item 5).
+func TestCredentialHeadersInEveryComponent(t *testing.T) {
+	expectRefused(t, `processors:
+  federation_types:
+    headers:
+      Authorization: "Bearer `+secret+`"
+extensions:
+  headers_setter:
+    headers:
+      - key: X-Scope-OrgID
+        from_context: tenant
+      - key: X-API-Key
+        value: `+secret+`
+service:
+  telemetry:
+    metrics:
+      readers:
+        - periodic:
+            exporter:
+              otlp:
+                headers:
+                  - name: api-key
+                    value: `+secret+`
+`,
+		"processors::federation_types: headers::Authorization is a credential written as a literal value (value not shown)",
+		"extensions::headers_setter: headers::X-API-Key is a credential written as a literal value",
+		"service::telemetry::metrics::readers[0]::periodic::exporter::otlp: headers::api-key is a credential written as a literal value",
+	)
+	expectAccepted(t, `processors:
+  federation_types:
+    headers:
+      Authorization: Bearer ${env:FEDERATION_TOKEN}
+      X-Scope-OrgID: tenant-a
+extensions:
+  headers_setter:
+    headers:
+      - key: X-API-Key
+        from_context: api_key
+`)
+}
+
+// A password in a URL's userinfo becomes Basic auth; credential query parameters
+// are sent as they are (issue 10 item 6).
+func TestCredentialsInURLs(t *testing.T) {
+	expectRefused(t, `exporters:
+  otlp_http/b:
+    endpoint: https://relay:`+secret+`@b.example:4318
+    logs_endpoint: https://b.example:4318/v1/logs?tenant=a&api_key=`+secret+`
+receivers:
+  prometheus/federation:
+    config:
+      scrape_configs:
+        - job_name: federate
+          proxy_url: http://proxy:`+secret+`@proxy.example:3128
+          static_configs:
+            - targets: ["${env:TARGET:-https://u:`+secret+`@p.example:9090}"]
+`,
+		"exporters::otlp_http/b::endpoint has a password in its userinfo, which Go sends as Basic auth: the password is a credential written as a literal value (value not shown)",
+		"exporters::otlp_http/b::logs_endpoint has a credential in its query parameter api_key: the value is a credential written as a literal value (value not shown)",
+		"receivers::prometheus/federation::config::scrape_configs[0]::proxy_url has a password in its userinfo",
+		"receivers::prometheus/federation::config::scrape_configs[0]::static_configs[0]::targets[0] has a password in its userinfo",
+	)
+	expectAccepted(t, `exporters:
+  otlp_http/b:
+    endpoint: https://relay:${env:B_PASSWORD}@b.example:4318
+    logs_endpoint: https://b.example:4318/v1/logs?tenant=a&api_key=${env:B_API_KEY}
+    traces_endpoint: https://relay@b.example:4318/v1/traces
+processors:
+  federation_types:
+    endpoint: ${env:RELAY_FEDERATION_SCHEME:-https}://${env:RELAY_FEDERATION_TARGET:-prometheus.example:9090}
+`)
+}
+
+// Every element of a list is checked: scrape params and Prometheus http_headers
+// (issue 10 item 7).
+func TestCredentialLists(t *testing.T) {
+	expectRefused(t, `receivers:
+  prometheus/federation:
+    config:
+      scrape_configs:
+        - job_name: federate
+          params:
+            "match[]": ['{job="a"}']
+            api_key: ["${env:KEY}", `+secret+`]
+          http_headers:
+            X-Api-Key:
+              values: [`+secret+`]
+            X-Tenant:
+              values: [tenant-a]
+              secrets: [`+secret+`]
+`,
+		"receivers::prometheus/federation::config::scrape_configs[0]::params::api_key[1] is a credential written as a literal value",
+		"receivers::prometheus/federation::config::scrape_configs[0]::http_headers::X-Api-Key::values[0] is a credential written as a literal value",
+		"receivers::prometheus/federation::config::scrape_configs[0]::http_headers::X-Tenant::secrets[0] is a credential written as a literal value",
+	)
+	expectAccepted(t, `receivers:
+  prometheus/federation:
+    config:
+      scrape_configs:
+        - job_name: federate
+          params:
+            "match[]": ['{job="a"}']
+            api_key: ["${env:KEY}"]
+          http_headers:
+            X-Api-Key:
+              files: [/var/run/secrets/key]
+              secrets: ["${env:KEY}"]
+            X-Tenant:
+              values: [tenant-a]
+`)
 }

@@ -1,6 +1,9 @@
 package safeconfigprovider // import "github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // ref is one ${...} reference found in a raw config string.
 type ref struct {
@@ -72,3 +75,40 @@ func parseRef(body string) ref {
 	}
 	return r
 }
+
+// maskRefs replaces each ${...} reference of s with a placeholder that parses as
+// plain text in any part of a URL, so the literal parts can be parsed as a URL
+// and each part's references restored with unmask.
+func maskRefs(s string) (string, []string) {
+	var b strings.Builder
+	var orig []string
+	for i := 0; i < len(s); i++ {
+		if s[i] == '$' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$':
+				b.WriteString("$$")
+				i++
+				continue
+			case '{':
+				if end := closingBrace(s, i+2); end >= 0 {
+					b.WriteString(placeholder(len(orig)))
+					orig = append(orig, s[i:end+1])
+					i = end
+					continue
+				}
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), orig
+}
+
+func unmask(s string, orig []string) string {
+	for i, o := range orig {
+		s = strings.ReplaceAll(s, placeholder(i), o)
+	}
+	return s
+}
+
+// placeholder ends in "x" so that placeholder(1) is not a prefix of placeholder(10).
+func placeholder(i int) string { return fmt.Sprintf("safeconfigref%dx", i) }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,21 +234,36 @@ func TestGatewayConfigSafetyRules(t *testing.T) {
 	const literal = "literal-key-0c9d2e"
 
 	// The shipped configs are valid: the rules below fail for their own reason.
-	for _, args := range [][]string{
-		{"--config", gatewayConfig("gateway.yaml")},
-		twoBackendArgs(),
-		twoBackendArgs("--config", gatewayConfig("receiver-tls.yaml")),
+	// So are gRPC endpoints that keep TLS whatever their scheme says: configgrpc
+	// decides TLS from tls::insecure, and dns:/// is a resolver target.
+	for _, v := range []struct {
+		args []string
+		env  []string
+	}{
+		{args: []string{"--config", gatewayConfig("gateway.yaml")}},
+		{args: twoBackendArgs()},
+		{args: twoBackendArgs("--config", gatewayConfig("receiver-tls.yaml"))},
+		{args: twoBackendArgs(), env: []string{"OTEL_EXPORTER_SECOND_ENDPOINT=dns:///" + second.sink.GRPCAddr}},
+		{args: twoBackendArgs(), env: []string{"OTEL_EXPORTER_SECOND_ENDPOINT=http://" + second.sink.GRPCAddr}},
 	} {
-		if out, code := e2e.Run(t, time.Minute, g.env, append([]string{"validate"}, args...)...); code != 0 {
-			t.Fatalf("validate %v: exit %d\n%s", args, code, out)
+		env := append(append([]string(nil), g.env...), v.env...)
+		if out, code := e2e.Run(t, time.Minute, env, append([]string{"validate"}, v.args...)...); code != 0 {
+			t.Fatalf("validate %v %v: exit %d\n%s", v.env, v.args, code, out)
 		}
 	}
 
+	gatewayWith := func(name, fragment string) func(t *testing.T) []string {
+		return func(t *testing.T) []string {
+			return []string{"--config", gatewayConfig("gateway.yaml"), "--config", writeFile(t, name, fragment)}
+		}
+	}
 	for _, tc := range []struct {
-		name string
-		args func(t *testing.T) []string
-		env  []string
-		want string
+		name  string
+		args  func(t *testing.T) []string
+		env   []string
+		setup func(t *testing.T) []string // more env, made inside the subtest
+		want  string
+		more  []string // further errors validate must report
 	}{
 		{
 			name: "literal credential header",
@@ -315,13 +332,99 @@ exporters:
 			args: func(t *testing.T) []string { return twoBackendArgs()[:4] },
 			want: "each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the confmap.enableMergeAppendOption feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=confmap.enableMergeAppendOption",
 		},
+		{
+			// The collector's own telemetry exporter is a component with headers
+			// outside exporters::.
+			name: "literal credential header outside exporters",
+			args: gatewayWith("telemetry.yaml", `
+service:
+  telemetry:
+    metrics:
+      readers:
+        - periodic:
+            exporter:
+              otlp:
+                protocol: http/protobuf
+                endpoint: https://127.0.0.1:4318/v1/metrics
+                headers:
+                  - name: Authorization
+                    value: "Bearer `+literal+`"
+`),
+			want: "service::telemetry::metrics::readers[0]::periodic::exporter::otlp: headers::Authorization is a credential written as a literal value (value not shown)",
+		},
+		{
+			name: "password in an endpoint's userinfo",
+			args: gatewayWith("userinfo.yaml", "exporters:\n  otlp_http/default:\n    endpoint: https://relay:"+literal+"@127.0.0.1:4318\n"),
+			want: "exporters::otlp_http/default::endpoint has a password in its userinfo, which Go sends as Basic auth: the password is a credential written as a literal value (value not shown)",
+		},
+		{
+			name: "credential query parameter in an endpoint",
+			args: gatewayWith("query.yaml", "exporters:\n  otlp_http/default:\n    logs_endpoint: https://127.0.0.1:4318/v1/logs?api_key="+literal+"\n"),
+			want: "exporters::otlp_http/default::logs_endpoint has a credential in its query parameter api_key: the value is a credential written as a literal value (value not shown)",
+		},
+		{
+			name: "literal credentials in scrape params and http_headers lists",
+			args: gatewayWith("scrape.yaml", `
+receivers:
+  prometheus/federation:
+    config:
+      scrape_configs:
+        - job_name: federate
+          params:
+            api_key: [`+literal+`]
+          http_headers:
+            X-Api-Key:
+              values: [`+literal+`]
+`),
+			want: "receivers::prometheus/federation::config::scrape_configs[0]::params::api_key[0] is a credential written as a literal value (value not shown)",
+			more: []string{"receivers::prometheus/federation::config::scrape_configs[0]::http_headers::X-Api-Key::values[0] is a credential written as a literal value"},
+		},
+		{
+			name: "literal word before a reference",
+			args: func(t *testing.T) []string {
+				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
+					secondFragment(t, "X-API-Key: ${env:OTEL_EXPORTER_SECOND_X_API_KEY}", `X-API-Key: "`+literal+` ${env:OTEL_EXPORTER_SECOND_X_API_KEY}"`),
+					"--feature-gates=confmap.enableMergeAppendOption"}
+			},
+			want: "exporters::otlp_grpc/second: headers::X-API-Key mixes literal text with a reference (value not shown): only an auth scheme word such as \"Bearer \" may be literal",
+		},
+		{
+			name: "insecure_skip_verify without the named opt-in",
+			args: gatewayWith("skipverify.yaml", "exporters:\n  otlp_http/default:\n    middlewares: []\n    tls:\n      ca_file: "+def.caFile+"\n      insecure_skip_verify: true\n"),
+			want: "exporters::otlp_http/default: tls::insecure_skip_verify is true, so the backend's certificate is not verified",
+		},
+		{
+			name: "tls field that certwatch ignores",
+			args: gatewayWith("minversion.yaml", "exporters:\n  otlp_http/default:\n    tls:\n      min_version: \"1.3\"\n"),
+			want: "exporters::otlp_http/default: tls::min_version is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it: remove tls::min_version (set min_version on certwatch/default instead)",
+		},
+		{
+			// 2 MiB per signal x 3 signals, twice over, is 12 MiB: inside the
+			// volume's ~13.7 MiB of blocks, outside the ~9.4 MiB left after
+			// root's 25% reserve.
+			name: "queue bounds that fit only with root's reserved blocks",
+			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
+			setup: func(t *testing.T) []string {
+				return []string{"RELAY_QUEUE_DIR=" + ext4Volume(t, 16, 25) + "/queue", "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=2097152"}
+			},
+			want: "/queue need up to 12 MiB of disk (twice their bounds: the queue file and its compaction copy), but the volume at ",
+			more: []string{"holds 9 MiB"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args(t)
 			env := append(append([]string(nil), g.env...), tc.env...)
+			if tc.setup != nil {
+				env = append(env, tc.setup(t)...)
+			}
 			out, code := e2e.Run(t, time.Minute, env, append([]string{"validate"}, args...)...)
 			if code == 0 || !strings.Contains(out, tc.want) {
 				t.Fatalf("validate: exit %d, want non-zero and %q in:\n%s", code, tc.want, out)
+			}
+			for _, more := range tc.more {
+				if !strings.Contains(out, more) {
+					t.Fatalf("validate output lacks %q:\n%s", more, out)
+				}
 			}
 			if strings.Contains(out, literal) || strings.Contains(out, "default-backend-secret") || strings.Contains(out, secondSecret) {
 				t.Fatalf("validate output leaks a credential:\n%s", out)
@@ -334,6 +437,36 @@ exporters:
 			}
 		})
 	}
+}
+
+// ext4Volume mounts a fresh ext4 filesystem of sizeMiB with reservePct percent of
+// its blocks reserved for root, and returns its mount point. It skips where the
+// test may not mount a loop device (not root, no loop devices, no mkfs.ext4).
+func ext4Volume(t *testing.T, sizeMiB, reservePct int) string {
+	t.Helper()
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, int64(sizeMiB)<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", strconv.Itoa(reservePct), img).CombinedOutput(); err != nil {
+		t.Skipf("cannot make an ext4 filesystem here: %v %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a loop device here (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", mnt, err, out)
+		}
+	})
+	return mnt
 }
 
 // memoryCgroup creates a child memory cgroup limited to limit bytes under this
