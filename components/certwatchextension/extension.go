@@ -170,8 +170,8 @@ func (e *certwatch) check(ctx context.Context) bool {
 			return false
 		}
 	}
-	e.tel.reloaded(ctx, err)
 	if err != nil {
+		e.tel.reloaded(ctx, err)
 		fields := []zap.Field{zap.Error(err)}
 		if notYet != nil {
 			fields = append(fields, zap.Time("retry_at", notYet.notBefore))
@@ -181,6 +181,9 @@ func (e *certwatch) check(ctx context.Context) bool {
 	}
 	e.cur.Store(m)
 	e.loadedNs.Store(time.Now().UnixNano())
+	// Counted once in use, so that a success seen on the counter means the
+	// next handshake uses the new material.
+	e.tel.reloaded(ctx, nil)
 	e.logger.Info("Reloaded TLS material", e.materialFields(m)...)
 	e.afterSwap()
 	return true

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -45,7 +44,7 @@ type taggedConn struct {
 // request looks at the connection net/http hands it (httptrace's GotConn,
 // before anything is written) and turns an old one away: an HTTP/1 connection
 // is closed, an HTTP/2 one (other requests may still be in flight on it) is
-// marked not to be reused and the request is cancelled before its headers are
+// marked not to be reused and the request fails before its headers are
 // written. The request is then tried again (its body rewound), and net/http
 // uses or dials a connection with the current material. No request is cut off.
 type versionTransport struct {
@@ -56,9 +55,8 @@ type versionTransport struct {
 // attempt is one try of a request; GotConn and the handshake callbacks find
 // it in the request's context.
 type attempt struct {
-	e      *certwatch
-	req    *http.Request
-	cancel context.CancelFunc
+	e   *certwatch
+	req *http.Request
 	// resend: the request cannot be sent again (a body without GetBody) or
 	// was turned away maxRefusals times. An old connection then carries it,
 	// and is retired after it.
@@ -72,6 +70,10 @@ type attempt struct {
 
 type attemptKey struct{}
 
+// refusedHeader carries an invalid value that makes net/http's HTTP/2
+// transport fail a refused request before writing it.
+const refusedHeader = "Certwatch-Refused"
+
 func attemptFrom(ctx context.Context) *attempt {
 	a, _ := ctx.Value(attemptKey{}).(*attempt)
 	return a
@@ -80,11 +82,8 @@ func attemptFrom(ctx context.Context) *attempt {
 func (r *versionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rewindable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	for n := 0; ; n++ {
-		// The context of each try is cancelled only when the try is
-		// turned away, or once its response body is closed.
-		ctx, cancel := context.WithCancel(req.Context())
-		a := &attempt{e: r.e, cancel: cancel, resend: !rewindable || n == maxRefusals}
-		ctx = httptrace.WithClientTrace(context.WithValue(ctx, attemptKey{}, a), &httptrace.ClientTrace{
+		a := &attempt{e: r.e, resend: !rewindable || n == maxRefusals}
+		ctx := httptrace.WithClientTrace(context.WithValue(req.Context(), attemptKey{}, a), &httptrace.ClientTrace{
 			GotConn:           a.gotConn,
 			TLSHandshakeStart: a.handshakeStart,
 		})
@@ -92,20 +91,17 @@ func (r *versionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		if n > 0 && req.Body != nil && req.Body != http.NoBody {
 			body, err := req.GetBody()
 			if err != nil {
-				cancel()
 				return nil, err
 			}
 			a.req.Body = body
 		}
 		resp, err := r.t.RoundTrip(a.req)
 		if err != nil {
-			cancel()
 			if a.refused.Load() && req.Context().Err() == nil {
 				continue
 			}
 			return nil, err
 		}
-		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 		resp.Request = req
 		return resp, nil
 	}
@@ -133,10 +129,13 @@ func (a *attempt) gotConn(info httptrace.GotConnInfo) {
 	}
 	a.refused.Store(true)
 	if tc.ConnectionState().NegotiatedProtocol == "h2" {
-		// Marks the connection not to be reused if the stream gets that far;
-		// the cancel stops it before its headers are written.
+		// "Connection: close" marks the connection not to be reused when
+		// the stream is added; the invalid value then fails the stream
+		// when its headers are encoded, which net/http validates before it
+		// writes anything. Cancelling the context instead would race: net/http
+		// may give up before it marks the connection.
 		a.req.Header.Set("Connection", "close")
-		a.cancel()
+		a.req.Header.Set(refusedHeader, "\x00")
 		return
 	}
 	// HTTP/1 carries one request at a time, so the connection is this
@@ -153,17 +152,6 @@ func (a *attempt) handshakeStart() {
 	if c := a.raw.Load(); c != nil {
 		c.m.Store(m)
 	}
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelOnClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the transport.

@@ -41,6 +41,7 @@ func TestNoRequestOnOldConnection(t *testing.T) {
 			kp := f.clientCA.Client(t, testcerts.Options{CommonName: "relay-2"})
 			testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, kp))
 			e.waitReloads(t, resultSuccess, 1)
+			e.waitClientSerial(t, kp.Serial())
 			// A request meanwhile: net/http then keeps connections that
 			// become idle instead of closing them (after its
 			// CloseIdleConnections, it closes them until the next request).

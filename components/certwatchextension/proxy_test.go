@@ -78,6 +78,7 @@ func TestHandshakeUsesOneVersion(t *testing.T) {
 	kp := f.clientCA.Client(t, testcerts.Options{CommonName: "relay-2"})
 	testcerts.AtomicWrite(t, f.dir, f.files(otherCA.CertPEM, kp))
 	e.waitReloads(t, resultSuccess, 1)
+	e.waitClientSerial(t, kp.Serial())
 	close(p.resume)
 
 	err = <-done
