@@ -27,8 +27,10 @@ import (
 //   - Handshake: a new TCP connection and TLS handshake, the only path that
 //     reads certwatch's material (one atomic load).
 //   - HTTPRequest, GRPCRequest: one export request on an established
-//     connection, the per-request path. certwatch adds one atomic load there
-//     (HTTP: the retire-window flag; gRPC: the interceptor's remembered conn).
+//     connection, the per-request path. certwatch adds there, for HTTP, a
+//     clone of the request with a trace that checks the material version of
+//     the connection it is given; for gRPC one atomic load (the interceptor's
+//     remembered conn).
 //
 // Run: go test -run '^$' -bench . -count 6 ./components/certwatchextension
 // and compare each pair within the same run.

@@ -3,13 +3,10 @@ package certwatchextension
 import (
 	"context"
 	"crypto/tls"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -226,60 +223,6 @@ func TestRotation(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestHTTPConnectionsRetiredAfterReload: net/http closes connections that
-// become idle after CloseIdleConnections only until the next request is queued,
-// so under steady load a connection busy at the reload would keep the old
-// identity. During the retire window every request asks for its connection to
-// be closed after it (the server sees "Connection: close"), so none survives.
-func TestHTTPConnectionsRetiredAfterReload(t *testing.T) {
-	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
-	e := newExt(t, f.cfg)
-	e.retireWindow = time.Hour // ended by hand below
-	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
-
-	type seen struct {
-		serial string
-		close  bool
-	}
-	var mu sync.Mutex
-	var got []seen
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, seen{r.TLS.PeerCertificates[0].SerialNumber.String(), r.Close})
-		mu.Unlock()
-	}))
-	srv.TLS = testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	client, _ := e.httpClient(t)
-	get := func() {
-		resp, err := client.Get(srv.URL)
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		require.NoError(t, resp.Body.Close())
-	}
-
-	get()
-	kp := f.clientCA.Client(t, testcerts.Options{CommonName: "relay-2"})
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, kp))
-	e.waitReloads(t, resultSuccess, 1)
-	require.True(t, e.retiring.Load())
-	get()
-	get()
-	e.endRetire()
-	get()
-	get()
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []seen{
-		{f.client.Serial(), false},
-		{kp.Serial(), true}, {kp.Serial(), true},
-		{kp.Serial(), false}, {kp.Serial(), false},
-	}, got)
 }
 
 func TestPollBackstop(t *testing.T) {

@@ -3,7 +3,6 @@ package certwatchextension
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,32 +24,24 @@ import (
 // write, a delete-then-recreate) as one change, short enough not to matter.
 const defaultDebounce = 200 * time.Millisecond
 
-// retireWindow is how long after a reload HTTP requests close their connection
-// once their response is read. Closing idle connections alone would miss those
-// busy at the reload: they return to the pool afterwards and would keep the old
-// identity for as long as traffic keeps them alive. Any connection made before
-// the reload is either idle at its end (and closed then) or served a request
-// during it (and closed after that request), so none survives it, and no request
-// is cut off. The cost is a handshake per request during the window.
-const retireWindow = 5 * time.Second
+// maxRefusals bounds how often one HTTP request is turned away from a
+// connection made with older material (see versionTransport). Each refusal
+// retires a connection, so it is only reached when a reload follows another.
+const maxRefusals = 10
 
 // certwatch serves the current TLS material to the exporters that reference it.
 //
 // Only handshakes read the material (one atomic load); requests on an
 // established connection never touch the extension.
 type certwatch struct {
-	cfg          *Config
-	id           component.ID
-	logger       *zap.Logger
-	settings     component.TelemetrySettings
-	minVersion   uint16
-	debounce     time.Duration
-	retireWindow time.Duration
+	cfg        *Config
+	id         component.ID
+	logger     *zap.Logger
+	settings   component.TelemetrySettings
+	minVersion uint16
+	debounce   time.Duration
 	// watchFS can be turned off by tests to prove the poll alone suffices.
 	watchFS bool
-
-	// retiring is set for retireWindow after a reload (see retireWindow).
-	retiring atomic.Bool
 
 	cur      atomic.Pointer[material]
 	loadedNs atomic.Int64
@@ -60,6 +51,12 @@ type certwatch struct {
 	// on, so an unchanged file costs a hash and nothing else, and one bad
 	// rotation counts and logs one failure however often it is polled.
 	lastSeen [sha256.Size]byte
+	// retryAt is set while the content last seen was rejected as not valid
+	// yet: the same content is validated again from then on, instead of
+	// being skipped as unchanged. pendingNotBefore (unix s, 0: none) shows it
+	// on the metrics endpoint.
+	retryAt          time.Time
+	pendingNotBefore atomic.Int64
 
 	mu         sync.Mutex
 	transports []*http.Transport
@@ -77,15 +74,14 @@ var (
 
 func newCertwatch(set extension.Settings, cfg *Config) *certwatch {
 	return &certwatch{
-		cfg:          cfg,
-		id:           set.ID,
-		logger:       set.Logger,
-		settings:     set.TelemetrySettings,
-		minVersion:   tlsVersions[cfg.MinVersion],
-		debounce:     defaultDebounce,
-		watchFS:      true,
-		retireWindow: retireWindow,
-		conns:        map[*grpc.ClientConn]struct{}{},
+		cfg:        cfg,
+		id:         set.ID,
+		logger:     set.Logger,
+		settings:   set.TelemetrySettings,
+		minVersion: tlsVersions[cfg.MinVersion],
+		debounce:   defaultDebounce,
+		watchFS:    true,
+		conns:      map[*grpc.ClientConn]struct{}{},
 	}
 }
 
@@ -138,9 +134,9 @@ func (e *certwatch) Shutdown(context.Context) error {
 	return e.tel.shutdown()
 }
 
-// check reads the files and, when their content changed, validates and swaps
-// in the new material; it reports whether it did. It runs on the watcher
-// goroutine only.
+// check reads the files and, when their content changed (or content rejected
+// as not valid yet has reached its NotBefore), validates and swaps in the new
+// material; it reports whether it did. It runs on the watcher goroutine only.
 func (e *certwatch) check(ctx context.Context) bool {
 	fc, hash, err := readFiles(e.cfg)
 	if err != nil {
@@ -149,10 +145,13 @@ func (e *certwatch) check(ctx context.Context) bool {
 		// file the operator must hear about it.
 		hash = sha256.Sum256([]byte(err.Error()))
 	}
-	if hash == e.lastSeen {
+	now := time.Now()
+	if hash == e.lastSeen && (e.retryAt.IsZero() || now.Before(e.retryAt)) {
 		return false
 	}
+	again, waitedFor := hash == e.lastSeen, e.retryAt
 	e.lastSeen = hash
+	e.setRetryAt(time.Time{})
 	cur := e.current()
 	if err == nil && cur != nil && hash == cur.hash {
 		e.logger.Info("TLS material is back to the version in use")
@@ -160,26 +159,43 @@ func (e *certwatch) check(ctx context.Context) bool {
 	}
 	var m *material
 	if err == nil {
-		m, err = buildMaterial(e.cfg, fc, hash, e.minVersion, time.Now())
+		m, err = buildMaterial(e.cfg, fc, hash, e.minVersion, now)
 	}
-	e.tel.reloaded(ctx, err)
+	var notYet *notYetValidError
+	if errors.As(err, &notYet) {
+		e.setRetryAt(notYet.notBefore)
+		if again && notYet.notBefore.Equal(waitedFor) {
+			// Woken before NotBefore (the wall clock was stepped back):
+			// the same rejection, already counted and logged.
+			return false
+		}
+	}
 	if err != nil {
-		e.logger.Error("Rejected new TLS material; the last good material stays in use", zap.Error(err))
+		e.tel.reloaded(ctx, err)
+		fields := []zap.Field{zap.Error(err)}
+		if notYet != nil {
+			fields = append(fields, zap.Time("retry_at", notYet.notBefore))
+		}
+		e.logger.Error("Rejected new TLS material; the last good material stays in use", fields...)
 		return false
 	}
 	e.cur.Store(m)
 	e.loadedNs.Store(time.Now().UnixNano())
+	// Counted once in use, so that a success seen on the counter means the
+	// next handshake uses the new material.
+	e.tel.reloaded(ctx, nil)
 	e.logger.Info("Reloaded TLS material", e.materialFields(m)...)
-	e.retiring.Store(true)
 	e.afterSwap()
 	return true
 }
 
-// endRetire ends the retire window: what is idle now was made before or during
-// it, and is closed.
-func (e *certwatch) endRetire() {
-	e.retiring.Store(false)
-	e.closeIdleHTTP()
+func (e *certwatch) setRetryAt(at time.Time) {
+	e.retryAt = at
+	if at.IsZero() {
+		e.pendingNotBefore.Store(0)
+		return
+	}
+	e.pendingNotBefore.Store(at.Unix())
 }
 
 func (e *certwatch) closeIdleHTTP() {
@@ -192,7 +208,8 @@ func (e *certwatch) closeIdleHTTP() {
 }
 
 // afterSwap makes the next handshakes happen soon: idle HTTP connections are
-// closed (busy ones are retired after their request, see retireWindow), and
+// closed (busy ones are retired when a request is handed one, see
+// versionTransport), and
 // gRPC connections that are backing off after failed handshakes (a server whose
 // CA we did not trust yet) retry at once instead of after up to two minutes.
 // Established gRPC connections keep the identity they were made with until the
@@ -280,106 +297,3 @@ func (g *grpcCreds) Clone() credentials.TransportCredentials { return &grpcCreds
 
 // OverrideServerName is unused by grpc-go; server_name_override is the way.
 func (g *grpcCreds) OverrideServerName(string) error { return nil }
-
-// GetHTTPRoundTripper takes over the TLS handshakes of the exporter's
-// *http.Transport. confighttp applies middlewares from the last to the first,
-// so only the last one in the list receives the bare transport.
-func (e *certwatch) GetHTTPRoundTripper(context.Context) (extensionmiddleware.WrapHTTPRoundTripperFunc, error) {
-	if e.current() == nil {
-		return nil, fmt.Errorf("%s is not started", e.id)
-	}
-	return func(_ context.Context, rt http.RoundTripper) (http.RoundTripper, error) {
-		t, ok := rt.(*http.Transport)
-		if !ok {
-			return nil, fmt.Errorf("%s must be the last entry of the exporter's middlewares: it configures the TLS of the exporter's *http.Transport, but was given a %T", e.id, rt)
-		}
-		e.install(t)
-		return &retiringTransport{e: e, t: t}, nil
-	}, nil
-}
-
-// retiringTransport asks net/http to close each connection after its request
-// while a reload's retire window is open; otherwise it adds one atomic load.
-type retiringTransport struct {
-	e *certwatch
-	t *http.Transport
-}
-
-func (r *retiringTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if r.e.retiring.Load() && !req.Close {
-		req = req.Clone(req.Context())
-		req.Close = true
-	}
-	return r.t.RoundTrip(req)
-}
-
-// CloseIdleConnections lets http.Client.CloseIdleConnections reach the transport.
-func (r *retiringTransport) CloseIdleConnections() { r.t.CloseIdleConnections() }
-
-// install makes every TLS handshake of t use the current material.
-//
-// The direct path is DialTLSContext, which builds a tls.Config from the current
-// material per connection, with the dialed host as the name to verify (IP
-// endpoints included). Through an HTTPS proxy, net/http does the handshake
-// itself from TLSClientConfig, so that config verifies in VerifyConnection
-// against the current roots, by the SNI name or server_name_override.
-func (e *certwatch) install(t *http.Transport) {
-	var nextProtos []string
-	if t.TLSClientConfig != nil {
-		nextProtos = t.TLSClientConfig.NextProtos
-	}
-	override := e.cfg.ServerNameOverride
-	t.TLSClientConfig = &tls.Config{
-		MinVersion: e.minVersion,
-		ServerName: override,
-		NextProtos: nextProtos,
-		// Verified in VerifyConnection, against the roots current at the
-		// handshake rather than those of when this config was made.
-		InsecureSkipVerify: true, //nolint:gosec
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			name := override
-			if name == "" {
-				name = cs.ServerName
-			}
-			return e.current().verifyPeer(cs, name)
-		},
-		GetClientCertificate: func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return e.current().clientCertificate(cri)
-		},
-	}
-	dial := t.DialContext
-	if dial == nil {
-		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	}
-	handshakeTimeout := t.TLSHandshakeTimeout
-	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		raw, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		name := override
-		if name == "" {
-			if name, _, err = net.SplitHostPort(addr); err != nil {
-				raw.Close()
-				return nil, err
-			}
-		}
-		// NextProtos is read here, not at install: net/http adds "h2" to
-		// TLSClientConfig once, before its first dial.
-		conn := tls.Client(raw, e.current().tlsConfig(e.minVersion, name, t.TLSClientConfig.NextProtos))
-		hctx := ctx
-		if handshakeTimeout > 0 {
-			var cancel context.CancelFunc
-			hctx, cancel = context.WithTimeout(ctx, handshakeTimeout)
-			defer cancel()
-		}
-		if err := conn.HandshakeContext(hctx); err != nil {
-			raw.Close()
-			return nil, err
-		}
-		return conn, nil
-	}
-	e.mu.Lock()
-	e.transports = append(e.transports, t)
-	e.mu.Unlock()
-}

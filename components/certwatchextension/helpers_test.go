@@ -80,7 +80,6 @@ func newExt(t testing.TB, cfg *Config) *started {
 	set.Logger = zap.New(core)
 	e := newCertwatch(set, cfg)
 	e.debounce = 50 * time.Millisecond
-	e.retireWindow = 300 * time.Millisecond
 	return &started{certwatch: e, tel: tt, logs: logs}
 }
 

@@ -37,6 +37,29 @@ type material struct {
 	creds credentials.TransportCredentials
 }
 
+// notYetValidError rejects material that heals with time: a certificate whose
+// NotBefore is still ahead, because of the issuer's clock skew or a writer that
+// drops a certificate the moment it is issued (cert-manager's CSI driver,
+// vault-agent). The same files are validated again at notBefore.
+type notYetValidError struct {
+	msg       string
+	notBefore time.Time
+}
+
+func (e *notYetValidError) Error() string { return e.msg }
+
+// earliestFutureNotBefore is when the first of cas that is not valid yet (and
+// will be, before it expires) becomes valid.
+func earliestFutureNotBefore(cas []*x509.Certificate, now time.Time) (time.Time, bool) {
+	var at time.Time
+	for _, c := range cas {
+		if now.Before(c.NotBefore) && c.NotBefore.Before(c.NotAfter) && (at.IsZero() || c.NotBefore.Before(at)) {
+			at = c.NotBefore
+		}
+	}
+	return at, !at.IsZero()
+}
+
 // fileContents is what was read from the configured files in one pass.
 type fileContents struct {
 	ca, cert, key []byte
@@ -93,7 +116,11 @@ func buildMaterial(cfg *Config, fc fileContents, hash [sha256.Size]byte, minVers
 			}
 		}
 		if valid == 0 {
-			return nil, fmt.Errorf("ca_file %q: none of its %d certificates is within its validity window (first: %s)", cfg.CAFile, len(cas), window(cas[0]))
+			msg := fmt.Sprintf("ca_file %q: none of its %d certificates is within its validity window (first: %s)", cfg.CAFile, len(cas), window(cas[0]))
+			if at, ok := earliestFutureNotBefore(cas, now); ok {
+				return nil, &notYetValidError{msg: msg, notBefore: at}
+			}
+			return nil, errors.New(msg)
 		}
 		if cfg.IncludeSystemCACertsPool {
 			sys, err := x509.SystemCertPool()
@@ -117,7 +144,10 @@ func buildMaterial(cfg *Config, fc fileContents, hash [sha256.Size]byte, minVers
 		}
 		leaf := chain[0]
 		if now.Before(leaf.NotBefore) {
-			return nil, fmt.Errorf("cert_file %q: certificate %q is not valid yet (%s)", cfg.CertFile, leaf.Subject.CommonName, window(leaf))
+			return nil, &notYetValidError{
+				msg:       fmt.Sprintf("cert_file %q: certificate %q is not valid yet (%s)", cfg.CertFile, leaf.Subject.CommonName, window(leaf)),
+				notBefore: leaf.NotBefore,
+			}
 		}
 		if now.After(leaf.NotAfter) {
 			return nil, fmt.Errorf("cert_file %q: certificate %q has expired (%s)", cfg.CertFile, leaf.Subject.CommonName, window(leaf))

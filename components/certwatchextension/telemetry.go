@@ -16,6 +16,7 @@ const (
 	metricReloads        = "otelcol_certwatch_reloads"
 	metricLastReload     = "otelcol_certwatch_last_successful_reload_time"
 	metricCertNotAfter   = "otelcol_certwatch_certificate_not_after"
+	metricPendingNB      = "otelcol_certwatch_pending_not_before"
 	resultSuccess        = "success"
 	resultFailure        = "failure"
 	attrResult           = "result"
@@ -53,12 +54,21 @@ func newTelemetry(mp metric.MeterProvider, e *certwatch) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
+	pending, err := meter.Int64ObservableGauge(metricPendingNB,
+		metric.WithDescription("Unix time at which the TLS material on disk, rejected because a certificate is not valid yet, becomes valid and is taken. Absent when nothing waits."),
+		metric.WithUnit("s"))
+	if err != nil {
+		return nil, err
+	}
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		m, at := e.current(), e.loadedAt()
 		if m == nil {
 			return nil
 		}
 		o.ObserveFloat64(last, float64(at.UnixNano())/1e9, metric.WithAttributes(instance))
+		if nb := e.pendingNotBefore.Load(); nb != 0 {
+			o.ObserveInt64(pending, nb, metric.WithAttributes(instance))
+		}
 		for _, c := range m.certs {
 			o.ObserveInt64(notAfter, c.notAfter.Unix(), metric.WithAttributes(
 				instance,
@@ -69,7 +79,7 @@ func newTelemetry(mp metric.MeterProvider, e *certwatch) (*telemetry, error) {
 			))
 		}
 		return nil
-	}, last, notAfter)
+	}, last, notAfter, pending)
 	if err != nil {
 		return nil, err
 	}

@@ -92,12 +92,17 @@ func (w *watcher) run(ctx context.Context) {
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	defer debounce.Stop()
-	retire := time.NewTimer(time.Hour)
-	retire.Stop()
-	defer retire.Stop()
+	// wake validates material rejected as not valid yet again at its
+	// NotBefore; the poll does too, should the timer be early or late.
+	wake := time.NewTimer(time.Hour)
+	wake.Stop()
+	defer wake.Stop()
 	check := func() {
-		if w.e.check(ctx) {
-			retire.Reset(w.e.retireWindow)
+		w.e.check(ctx)
+		if at := w.e.retryAt; !at.IsZero() {
+			wake.Reset(time.Until(at))
+		} else {
+			wake.Stop()
 		}
 		w.syncDirs()
 	}
@@ -125,8 +130,8 @@ func (w *watcher) run(ctx context.Context) {
 			check()
 		case <-poll.C:
 			check()
-		case <-retire.C:
-			w.e.endRetire()
+		case <-wake.C:
+			check()
 		}
 	}
 }
