@@ -220,8 +220,11 @@ func TestKubeDeployApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGatewayPod(t, sts)
-	if _, err := k.Client.AppsV1().StatefulSets("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{}); err != nil {
+	checkFederationToken(t, "base", sts)
+	if calico, err := k.Client.AppsV1().StatefulSets("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{}); err != nil {
 		t.Errorf("calico-system overlay: %v", err)
+	} else {
+		checkFederationToken(t, "calico-system", calico)
 	}
 	svc, err := k.Client.CoreV1().Services("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{})
 	if err != nil {
@@ -270,6 +273,44 @@ func checkGatewayPod(t *testing.T, sts *appsv1.StatefulSet) {
 	if len(sts.Spec.VolumeClaimTemplates) != 1 {
 		t.Errorf("want one volumeClaimTemplate for the queue, got %d", len(sts.Spec.VolumeClaimTemplates))
 	}
+}
+
+// checkFederationToken: the token federation sends to its target is a projected
+// ServiceAccount token of its own with a short expiry, not the pod's API token
+// (valid an hour, which the API server may extend to a year).
+func checkFederationToken(t *testing.T, name string, sts *appsv1.StatefulSet) {
+	t.Helper()
+	spec := sts.Spec.Template.Spec
+	c := spec.Containers[0]
+	file := ""
+	for _, e := range c.Env {
+		if e.Name == "RELAY_FEDERATION_TOKEN_FILE" {
+			file = e.Value
+		}
+	}
+	if file == "" {
+		t.Errorf("%s: RELAY_FEDERATION_TOKEN_FILE is not set: federation sends the pod's API token", name)
+		return
+	}
+	for _, m := range c.VolumeMounts {
+		if filepath.Dir(file) != m.MountPath {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name || v.Projected == nil {
+				continue
+			}
+			for _, src := range v.Projected.Sources {
+				if sat := src.ServiceAccountToken; sat != nil && sat.Path == filepath.Base(file) {
+					if sat.ExpirationSeconds == nil || *sat.ExpirationSeconds > 900 {
+						t.Errorf("%s: federation token expires after %v s, want at most 900", name, sat.ExpirationSeconds)
+					}
+					return
+				}
+			}
+		}
+	}
+	t.Errorf("%s: RELAY_FEDERATION_TOKEN_FILE %s is not a projected serviceAccountToken", name, file)
 }
 
 func resourceVersions(t *testing.T, k *e2e.Kube, dir string) []string {
