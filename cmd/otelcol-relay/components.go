@@ -25,6 +25,7 @@ import (
 	k8sattributesprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor"
 	groupbyattrsprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbyattrsprocessor"
 	federationtypesprocessor "github.com/otelcol-relay/otelcol-relay/components/federationtypesprocessor"
+	podidentityprocessor "github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 	prometheusreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
 	kubeletstatsreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kubeletstatsreceiver"
@@ -104,6 +105,7 @@ func components() (otelcol.Factories, error) {
 		k8sattributesprocessor.NewFactory(),
 		groupbyattrsprocessor.NewFactory(),
 		federationtypesprocessor.NewFactory(),
+		podidentityprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -114,6 +116,7 @@ func components() (otelcol.Factories, error) {
 		k8sattributesprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor v1.3.1",
 		groupbyattrsprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbyattrsprocessor v0.165.1",
 		federationtypesprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
+		podidentityprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](

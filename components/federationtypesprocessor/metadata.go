@@ -208,6 +208,25 @@ func (f *fetcher) fetch(ctx context.Context, now time.Time) (*metadataSnapshot, 
 	return s, nil
 }
 
+// sameOriginRedirectsOnly is the metadata client's redirect policy. The bearer
+// token is set on the request, and Go's client copies it to a redirect target
+// with the same host name whatever the scheme and port (net/http
+// shouldCopyHeaderOnRedirect), so https://prometheus:9090 answering 302 to
+// http://prometheus:8080 would send the token in clear text; to another host it
+// is dropped, but the request still goes there. A redirect is followed only to
+// the same scheme, host and port.
+func sameOriginRedirectsOnly(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("redirected to %s, another origin than %s://%s: not followed, so the bearer token is only ever sent to the configured endpoint",
+			req.URL.Redacted(), first.Scheme, first.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -254,5 +255,78 @@ func TestRedactsUserinfo(t *testing.T) {
 	f := &fetcher{url: "https://user:hunter2@prom:9090/api/v1/metadata"}
 	if strings.Contains(f.redactedURL(), "hunter2") {
 		t.Errorf("redacted URL %q still has the password", f.redactedURL())
+	}
+}
+
+// A metadata endpoint that redirects elsewhere never gets the token sent on:
+// not to plain http on the same host (Go's client would copy the header
+// there), not to another host. A redirect within the endpoint's own origin is
+// still followed, with the token.
+func TestTokenIsNeverSentAfterARedirectToAnotherOrigin(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	const secret = "s3cr3t-redirect-token"
+	if err := os.WriteFile(tokenFile, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var leaked []string
+	catcher := func(name string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			leaked = append(leaked, fmt.Sprintf("%s got %s (Authorization %v)", name, r.URL, r.Header.Get("Authorization") != ""))
+			mu.Unlock()
+			jsonMetadata(demoMetadata)(w, r)
+		}))
+	}
+	plain := catcher("plain http on the same host")
+	t.Cleanup(plain.Close)
+	var target atomic.Value
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved"+defaultMetadataPath {
+			if r.Header.Get("Authorization") != "Bearer "+secret {
+				http.Error(w, "no token after a same-origin redirect", http.StatusUnauthorized)
+				return
+			}
+			r.URL.Path = defaultMetadataPath
+			jsonMetadata(demoMetadata)(w, r)
+			return
+		}
+		http.Redirect(w, r, target.Load().(string), http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target.Store(plain.URL + defaultMetadataPath)
+	p := newTestProcessor(t, srv.URL, func(c *Config) {
+		c.BearerTokenFile = tokenFile
+		c.TLS.CAFile = caFile
+	})
+	_, err := p.fetcher.fetch(context.Background(), t0)
+	if err == nil || !strings.Contains(err.Error(), "not followed") {
+		t.Errorf("redirect to http on the same host: error %v, want a refusal", err)
+	}
+	for _, other := range []string{strings.Replace(plain.URL, "127.0.0.1", "localhost", 1), "https://127.0.0.2:1"} {
+		target.Store(other + defaultMetadataPath)
+		if _, err := p.fetcher.fetch(context.Background(), t0); err == nil || !strings.Contains(err.Error(), "not followed") {
+			t.Errorf("redirect to %s: error %v, want a refusal", other, err)
+		}
+	}
+	mu.Lock()
+	if len(leaked) != 0 {
+		t.Errorf("requests followed a redirect to another origin: %v", leaked)
+	}
+	mu.Unlock()
+	for _, e := range p.logs.All() {
+		if strings.Contains(e.Message+fmt.Sprint(e.ContextMap()), secret) {
+			t.Fatalf("log line leaks the token: %s", e.Message)
+		}
+	}
+
+	target.Store(srv.URL + "/moved" + defaultMetadataPath)
+	if _, err := p.fetcher.fetch(context.Background(), t0); err != nil {
+		t.Errorf("same-origin redirect: %v", err)
 	}
 }

@@ -97,6 +97,7 @@ func (p *federationTypes) start(ctx context.Context, host component.Host) error 
 	if err != nil {
 		return fmt.Errorf("federation_types: metadata HTTP client: %w", err)
 	}
+	client.CheckRedirect = sameOriginRedirectsOnly
 	p.fetcher = &fetcher{
 		client:    client,
 		url:       p.cfg.metadataURL(),

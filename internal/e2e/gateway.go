@@ -76,7 +76,8 @@ type GatewayOptions struct {
 	// BackendURL is the default backend's OTLP/HTTP base URL (https://...).
 	BackendURL string
 	Backend    *BackendTLS
-	// Receiver, when set, merges config/receiver-tls.yaml (mTLS on 4317/4318).
+	// Receiver is the receivers' mTLS identity (gateway.yaml requires it). When
+	// nil, config/receiver-plaintext.yaml is merged: the explicit plaintext opt-in.
 	Receiver *ReceiverTLS
 	// QueueDir is the persistent queue's directory; a fresh temp dir when empty.
 	QueueDir string
@@ -150,9 +151,10 @@ current-context: none
 		"OTEL_EXPORTER_DEFAULT_CERT_FILE=" + o.Backend.CertFile,
 		"OTEL_EXPORTER_DEFAULT_KEY_FILE=" + o.Backend.KeyFile,
 	}
-	if o.Receiver != nil {
+	if o.Receiver == nil {
+		g.Args = append(g.Args, "--config", filepath.Join(RepoRoot(), "config", "receiver-plaintext.yaml"))
+	} else {
 		g.HTTPURL = fmt.Sprintf("https://127.0.0.1:%d", httpPort)
-		g.Args = append(g.Args, "--config", filepath.Join(RepoRoot(), "config", "receiver-tls.yaml"))
 		g.Env = append(g.Env,
 			"RELAY_OTLP_TLS_CERT_FILE="+o.Receiver.CertFile,
 			"RELAY_OTLP_TLS_KEY_FILE="+o.Receiver.KeyFile,

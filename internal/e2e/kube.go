@@ -281,12 +281,15 @@ func InPod(t *testing.T, token string, caPEM []byte, host, port string) []string
 	wrapper := filepath.Join(t.TempDir(), "otelcol-relay-incluster")
 	script := `#!/bin/sh
 # Runs the collector in a private mount namespace where the ServiceAccount files of
-# $E2E_SA_DIR sit where a pod has them. exec keeps one PID for signals.
+# $E2E_SA_DIR sit where a pod has them (and where deploy/ projects the federation token). exec keeps one PID for signals.
 exec unshare --mount --propagation private -- /bin/sh -c '
 set -e
 mount -t tmpfs e2e-run /run
 mkdir -p /run/secrets/kubernetes.io/serviceaccount
 cp "$E2E_SA_DIR"/token "$E2E_SA_DIR"/ca.crt "$E2E_SA_DIR"/namespace /run/secrets/kubernetes.io/serviceaccount/
+# The gateway StatefulSet also projects a token of its own for federation here.
+mkdir -p /run/secrets/otelcol-relay/federation
+cp "$E2E_SA_DIR"/token /run/secrets/otelcol-relay/federation/token
 exec "$0" "$@"' ` + shellQuote(bin) + ` "$@"
 `
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {

@@ -325,6 +325,7 @@ func TestKubeDeployApply(t *testing.T) {
 			t.Errorf("%s: %d PodDisruptionBudgets, want the relay's and federation's", ns, len(pdbs.Items))
 		}
 	}
+	checkFederationToken(t, "base federation", fed)
 	if _, err := k.Client.AppsV1().StatefulSets("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{}); err != nil {
 		t.Errorf("calico-system overlay: %v", err)
 	}
@@ -379,6 +380,44 @@ func checkGatewayPod(t *testing.T, sts *appsv1.StatefulSet) {
 	}
 }
 
+// checkFederationToken: the token federation sends to its target is a projected
+// ServiceAccount token of its own with a short expiry, not the pod's API token
+// (valid an hour, which the API server may extend to a year).
+func checkFederationToken(t *testing.T, name string, sts *appsv1.StatefulSet) {
+	t.Helper()
+	spec := sts.Spec.Template.Spec
+	c := spec.Containers[0]
+	file := ""
+	for _, e := range c.Env {
+		if e.Name == "RELAY_FEDERATION_TOKEN_FILE" {
+			file = e.Value
+		}
+	}
+	if file == "" {
+		t.Errorf("%s: RELAY_FEDERATION_TOKEN_FILE is not set: federation sends the pod's API token", name)
+		return
+	}
+	for _, m := range c.VolumeMounts {
+		if filepath.Dir(file) != m.MountPath {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name || v.Projected == nil {
+				continue
+			}
+			for _, src := range v.Projected.Sources {
+				if sat := src.ServiceAccountToken; sat != nil && sat.Path == filepath.Base(file) {
+					if sat.ExpirationSeconds == nil || *sat.ExpirationSeconds > 900 {
+						t.Errorf("%s: federation token expires after %v s, want at most 900", name, sat.ExpirationSeconds)
+					}
+					return
+				}
+			}
+		}
+	}
+	t.Errorf("%s: RELAY_FEDERATION_TOKEN_FILE %s is not a projected serviceAccountToken", name, file)
+}
+
 func resourceVersions(t *testing.T, k *e2e.Kube, dir string) []string {
 	t.Helper()
 	out := k.MustKubectl(t, "get", "-k", dir, "-o", `jsonpath={range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}`)
@@ -427,19 +466,20 @@ func TestKubeDeployRBAC(t *testing.T) {
 		k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("overlays", o))
 	}
 
-	read := []string{"get", "list", "watch"}
+	// Only what the informers k8s_attributes starts need: pods, list and watch.
+	informers := []string{"list", "watch"}
 	cases := map[string]map[string][]string{
 		"system:serviceaccount:otelcol-relay:otelcol-relay": {
-			"pods": read, "namespaces": read, "nodes": read, "replicasets.apps": read,
+			"pods": informers,
 		},
 		"system:serviceaccount:otelcol-relay:otelcol-relay-agent": {
-			"pods": read, "namespaces": read, "nodes": read, "replicasets.apps": read, "nodes/stats": {"get"},
+			"pods": informers, "nodes/stats": {"get"},
 		},
 		// Federation reads nothing from the API server: no rule beyond what every
 		// ServiceAccount has.
 		"system:serviceaccount:otelcol-relay:otelcol-relay-federation": {},
 		"system:serviceaccount:calico-system:otel-collector": {
-			"pods": read, "namespaces": read, "nodes": read, "replicasets.apps": read,
+			"pods": informers,
 		},
 		"system:serviceaccount:calico-system:otelcol-relay-federation": {},
 	}
@@ -455,6 +495,7 @@ func TestKubeDeployRBAC(t *testing.T) {
 				{"create", "pods/eviction"}, {"update", "nodes"}, {"patch", "nodes"}, {"delete", "namespaces"},
 				{"create", "serviceaccounts/token"}, {"get", "nodes/proxy"}, {"create", "nodes/stats"},
 				{"update", "replicasets.apps"}, {"create", "deployments.apps"}, {"*", "*"},
+				{"get", "pods"}, {"list", "namespaces"}, {"list", "nodes"}, {"list", "replicasets.apps"},
 			} {
 				if allowed := canI(t, k, user, q...); allowed {
 					t.Errorf("%s can %v; it must not", user, q)
@@ -716,21 +757,20 @@ func TestKubeAttributes(t *testing.T) {
 		"OTEL_EXPORTER_DEFAULT_CERT_FILE="+certFile,
 		"OTEL_EXPORTER_DEFAULT_KEY_FILE="+keyFile,
 	)
-	gateway := e2e.Start(t, "", e2e.Options{Env: gwEnv, ReadyTimeout: 2 * time.Minute, Args: []string{
-		"--config", deployDir("base", "gateway.yaml"), "--config", deployDir("base", "receiver-tls.yaml"),
-	}})
+	gwArgs := []string{"--config", deployDir("base", "gateway.yaml")}
+	gateway := e2e.Start(t, "", e2e.Options{Env: gwEnv, ReadyTimeout: 2 * time.Minute, Args: gwArgs})
 
 	agentToken := c.k.ServiceAccountToken(t, "otelcol-relay", "otelcol-relay-agent")
 	agentEnvBase := c.k.InCluster(t, agentToken)
 	agentSink := c.tlsSink(t)
 	aCA, aCert, aKey := c.tlsFiles(t, "agent-gateway")
-	agentGRPC := e2e.FreePort(t)
+	agentGRPC, agentMetrics := e2e.FreePort(t), e2e.FreePort(t)
 	aEnv := append(agentEnvBase, agentEnv(t, deployDir("overlays", "aks"), map[string]string{
 		"MY_POD_IP":               "127.0.0.1",
 		"RELAY_OTLP_GRPC_PORT":    fmt.Sprint(agentGRPC),
 		"RELAY_OTLP_HTTP_PORT":    fmt.Sprint(e2e.FreePort(t)),
 		"RELAY_HEALTH_PORT":       fmt.Sprint(e2e.FreePort(t)),
-		"RELAY_METRICS_PORT":      fmt.Sprint(e2e.FreePort(t)),
+		"RELAY_METRICS_PORT":      fmt.Sprint(agentMetrics),
 		"K8S_NODE_NAME":           c.node,
 		"K8S_NODE_IP":             e2e.FreeLoopbackIP(t), // no kubelet here: scrapes fail, logs still flow
 		"OTELCOL_RELAY_GATEWAY":   agentSink.GRPCAddr,
@@ -768,7 +808,7 @@ func TestKubeAttributes(t *testing.T) {
 		defer cancel()
 		return fluentBit.SendLogs(ctx, ld, e2e.Encoding{})
 	}
-	sendApp := func(p pod, mark string) error {
+	sendApp := func(p pod, mark string, claims ...string) error {
 		// An application's OTLP exporter, connecting from its pod IP through the
 		// agent Service (internalTrafficPolicy: Local).
 		cc, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", agentGRPC),
@@ -784,6 +824,9 @@ func TestKubeAttributes(t *testing.T) {
 		ld := plog.NewLogs()
 		rl := ld.ResourceLogs().AppendEmpty()
 		rl.Resource().Attributes().PutStr("service.name", "checkout")
+		for i := 0; i+1 < len(claims); i += 2 {
+			rl.Resource().Attributes().PutStr(claims[i], claims[i+1])
+		}
 		lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
 		lr.Body().SetStr("order placed")
 		lr.Attributes().PutStr("e2e.mark", mark)
@@ -838,6 +881,23 @@ func TestKubeAttributes(t *testing.T) {
 	check("late-fluent-bit", gwSink, late, func(m string) error { return sendFluentBit(late, m, true) })
 	check("late-app", agentSink, late, func(m string) error { return sendApp(late, m) })
 
+	// A pod that claims another pod's identity (uid, name and a namespace of its
+	// choice) ends up with its own: identity comes from the connection, and every
+	// claim that disagreed is counted.
+	check("app-claims-another-pod", agentSink, first, func(m string) error {
+		return sendApp(first, m, "k8s.pod.uid", late.uid, "k8s.pod.name", late.name, "k8s.namespace.name", "kube-system")
+	})
+	for _, attr := range []string{"k8s.pod.uid", "k8s.pod.name", "k8s.namespace.name"} {
+		series := fmt.Sprintf(`otelcol_processor_pod_identity_claims_overwritten_total{attribute="%s"`, attr)
+		var page string
+		if !e2e.WaitFor(30*time.Second, func() bool {
+			page = scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", agentMetrics))
+			return counterAtLeast(page, series, `outcome="replaced"`, 1)
+		}) {
+			t.Errorf("agent metrics count no overwritten claim of %s:\n%s", attr, grepLines(page, "pod_identity"))
+		}
+	}
+
 	// The gateway never associates by connection: a record naming no pod, sent from
 	// a pod's IP, stays unenriched.
 	if err := sendAnonymousFrom(t, fluentBit, "anonymous"); err != nil {
@@ -849,6 +909,55 @@ func TestKubeAttributes(t *testing.T) {
 	if res := resourceOf(gwSink, "anonymous"); res["k8s.pod.uid"] != "" {
 		t.Errorf("gateway enriched a record that names no pod: %v", res)
 	}
+
+	// The narrowed ClusterRoles (pods: list, watch) are all the started informers
+	// need: an informer refused anything would say "forbidden" in the log.
+	for name, col := range map[string]*e2e.Collector{"gateway": gateway, "agent": agent} {
+		if lines := grepLines(col.Output(), "forbidden"); lines != "" {
+			t.Errorf("%s was refused by the API server with the manifests' role:\n%s", name, lines)
+		}
+	}
+	// And such a refusal does show: without the pods rule, the gateway's informer
+	// logs its denied list.
+	c.k.MustKubectl(t, "patch", "clusterrole", "otelcol-relay", "--type=json", `-p=[{"op": "remove", "path": "/rules/0"}]`)
+	denied := e2e.Start(t, "", e2e.Options{Env: append(append([]string(nil), gwEnv...),
+		fmt.Sprintf("RELAY_OTLP_HTTP_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_OTLP_GRPC_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_HEALTH_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_PPROF_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_METRICS_PORT=%d", e2e.FreePort(t)),
+		"RELAY_QUEUE_DIR="+filepath.Join(t.TempDir(), "queue"),
+	), ReadyTimeout: 2 * time.Minute, Args: gwArgs})
+	if err := denied.WaitForOutput(`pods is forbidden`, 90*time.Second); err != nil {
+		t.Errorf("no denied pods list in the log of a gateway without the pods rule: %v\n%s", err, tail(denied.Output()))
+	} else {
+		t.Logf("without the pods rule: %s", grepLines(denied.Output(), "forbidden"))
+	}
+}
+
+// counterAtLeast reports whether a sample line starting with series and holding
+// label has a value of at least min.
+func counterAtLeast(page, series, label string, min float64) bool {
+	for _, line := range strings.Split(page, "\n") {
+		if !strings.HasPrefix(line, series) || !strings.Contains(line, label) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil && v >= min {
+			return true
+		}
+	}
+	return false
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func sendAnonymousFrom(t *testing.T, c *e2e.HTTPClient, mark string) error {

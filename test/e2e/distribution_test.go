@@ -95,6 +95,7 @@ func TestComponentsListsEveryComponent(t *testing.T) {
 		"otlp_grpc", "otlp_http", "debug",
 		"health_check", "file_storage", "pprof", "certwatch",
 		"federation_types", "groupbyattrs", "gomemlimit", "admission",
+		"pod_identity",
 	} {
 		if !regexp.MustCompile(`(?m)^\s*- name: ` + regexp.QuoteMeta(name) + `\s*$`).MatchString(out) {
 			t.Errorf("components does not list %q", name)

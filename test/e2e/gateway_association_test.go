@@ -27,7 +27,7 @@ func TestGatewayAssociatesRelayedLogsByIdentityNotConnection(t *testing.T) {
 	def := newTLSBackend(t, "default")
 	g := newGatewayEnv(t, def, nil)
 	g.env = append(g.env, "KUBECONFIG="+k.Kubeconfig) // later entries win
-	e2e.Start(t, "", e2e.Options{Env: g.env, Args: []string{"--config", gatewayConfig("gateway.yaml")}, ReadyTimeout: 90 * time.Second})
+	e2e.Start(t, "", e2e.Options{Env: g.env, Args: plaintextGateway(), ReadyTimeout: 90 * time.Second})
 	client := e2e.NewHTTPClient("http://"+g.httpAddr, nil)
 
 	// The informers sync in the background; resend until the pod is known.

@@ -84,12 +84,21 @@ func newGatewayEnv(t *testing.T, def, second *tlsBackend) *gatewayEnv {
 	return &gatewayEnv{env: gw.Env, httpAddr: strings.TrimPrefix(gw.HTTPURL, "http://")}
 }
 
-// twoBackendArgs is how the StatefulSet runs the gateway with a second backend.
+// plaintextGateway is gateway.yaml with its receivers' mutual TLS explicitly
+// turned off (config/receiver-plaintext.yaml): these tests send from loopback
+// without client certificates.
+func plaintextGateway() []string {
+	return []string{"--config", gatewayConfig("gateway.yaml"), "--config", gatewayConfig("receiver-plaintext.yaml")}
+}
+
+// twoBackendArgs is how the StatefulSet runs the gateway with a second backend
+// (plus the plaintext receiver opt-in, last, so that [:4] is the two files).
 func twoBackendArgs(extra ...string) []string {
 	return append([]string{
 		"--config", gatewayConfig("gateway.yaml"),
 		"--config", gatewayConfig("backends/second.yaml"),
 		"--feature-gates=confmap.enableMergeAppendOption",
+		"--config", gatewayConfig("receiver-plaintext.yaml"),
 	}, extra...)
 }
 
@@ -531,7 +540,8 @@ func TestGatewayMemoryLimiterFollowsCgroupLimit(t *testing.T) {
 			g := newGatewayEnv(t, def, nil)
 			// Enter the cgroup, then become the collector, so the limit applies from
 			// the first allocation on, as in a container.
-			args := []string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg, e2e.Binary(t), "--config", gatewayConfig("gateway.yaml")}
+			args := []string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg, e2e.Binary(t)}
+			args = append(args, plaintextGateway()...)
 			col := e2e.StartCommand(t, "sh", args, append(g.env, "GOMEMLIMIT="+tc.gomemlimit))
 			if err := col.WaitForOutput("Memory limiter configured", 90*time.Second); err != nil {
 				t.Fatalf("%v\n%s", err, col.Output())
