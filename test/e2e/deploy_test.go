@@ -43,7 +43,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var overlays = []string{"aks", "calico-system", "example-backend"}
+var overlays = []string{"aks", "tigera", "example-backend"}
 
 func deployDir(parts ...string) string {
 	return filepath.Join(append([]string{e2e.RepoRoot(), "deploy"}, parts...)...)
@@ -193,8 +193,6 @@ func podCommand(t *testing.T, r rendered, spec corev1.PodSpec) ([]string, []stri
 func TestKubeDeployApply(t *testing.T) {
 	k := e2e.StartKube(t)
 	installServiceMonitorCRD(t, k)
-	// calico-system belongs to the Tigera operator, which creates it.
-	k.MustKubectl(t, "create", "namespace", "calico-system")
 
 	for _, o := range overlays {
 		dir := deployDir("overlays", o)
@@ -220,20 +218,6 @@ func TestKubeDeployApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGatewayPod(t, sts)
-	if _, err := k.Client.AppsV1().StatefulSets("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{}); err != nil {
-		t.Errorf("calico-system overlay: %v", err)
-	}
-	svc, err := k.Client.CoreV1().Services("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ports []string
-	for _, p := range svc.Spec.Ports {
-		ports = append(ports, fmt.Sprintf("%s:%d", p.Name, p.Port))
-	}
-	if got := strings.Join(ports, ","); got != "otlp-http:4318,metrics:8888" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		t.Errorf("calico-system Service otel-collector: ports %s, clusterIP %s; want the operator's otlp-http:4318,metrics:8888, not headless", got, svc.Spec.ClusterIP)
-	}
 	agentSvc, err := k.Client.CoreV1().Services("otelcol-relay").Get(context.Background(), "otelcol-relay-agent", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
