@@ -58,7 +58,7 @@ func (b *backend) where() string {
 	return fmt.Sprintf("backends[%d] (%s)", b.index, b.name)
 }
 
-func (b *backend) exporterID() string { return protocols[b.protocol] + "/" + b.name }
+func (b *backend) exporterID() string  { return protocols[b.protocol] + "/" + b.name }
 func (b *backend) certwatchID() string { return "certwatch/" + b.name }
 
 // headerEnv is the variable a header's value is read from, by the convention the
