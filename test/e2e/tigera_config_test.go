@@ -21,7 +21,7 @@ import (
 // otlp_http/ exporters with headers from OTEL_EXPORTER_<NAME>_<HEADER>,
 // memory_limiter in MiB, batch 2000/2000, health_check and a pull reader. The
 // only substitutions: 127.0.0.1 and free ports for 0.0.0.0:4318/13133/8888, temp
-// files for the operator's mount paths, and a short scrape_interval.
+// files for the operator's mount paths, and a short scrape_interval/timeout.
 type operatorConfig struct {
 	bind                                     string
 	otlpPort, healthPort, metricsPort        int
@@ -50,6 +50,7 @@ func (c operatorConfig) render() string {
       scrape_configs:
         - job_name: 'tigera-prometheus-federate'
           scrape_interval: 2s
+          scrape_timeout: 2s
           scheme: https
           metrics_path: /federate
           params:
