@@ -16,6 +16,8 @@ LABEL org.opencontainers.image.title="otelcol-relay" \
 # System roots for backends with public certificates (include_system_ca_certs_pool).
 COPY bin/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --chmod=0755 bin/otelcol-relay /otelcol-relay
+# Also where the Tigera operator's StatefulSet runs its collector from (/usr/bin/otelcol).
+COPY --chmod=0755 bin/otelcol-relay /usr/bin/otelcol
 COPY config/container.yaml /etc/otelcol-relay/config.yaml
 
 USER 10001:10001

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
+	backendsconverter "github.com/otelcol-relay/otelcol-relay/components/backendsconverter"
 	safeconfigconverter "github.com/otelcol-relay/otelcol-relay/components/safeconfigconverter"
 	strictenvprovider "github.com/otelcol-relay/otelcol-relay/components/strictenvprovider"
 	safeconfigprovider "github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
@@ -33,6 +34,7 @@ func main() {
 					yamlprovider.NewFactory(),
 				},
 				ConverterFactories: []confmap.ConverterFactory{
+					backendsconverter.NewFactory(),
 					safeconfigconverter.NewFactory(),
 				},
 			},
@@ -43,6 +45,7 @@ func main() {
 			yamlprovider.NewFactory().Create(confmap.ProviderSettings{}).Scheme(): "go.opentelemetry.io/collector/confmap/provider/yamlprovider v1.71.0",
 		},
 		ConverterModules: []string{
+			"github.com/otelcol-relay/otelcol-relay v0.1.0",
 			"github.com/otelcol-relay/otelcol-relay v0.1.0",
 		},
 	}

@@ -46,7 +46,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var overlays = []string{"aks", "calico-system", "example-backend"}
+var overlays = []string{"aks", "tigera", "example-backend"}
 
 func deployDir(parts ...string) string {
 	return filepath.Join(append([]string{e2e.RepoRoot(), "deploy"}, parts...)...)
@@ -266,8 +266,6 @@ func podCommand(t *testing.T, r rendered, spec corev1.PodSpec, podIndex string) 
 func TestKubeDeployApply(t *testing.T) {
 	k := e2e.StartKube(t)
 	installServiceMonitorCRD(t, k)
-	// calico-system belongs to the Tigera operator, which creates it.
-	k.MustKubectl(t, "create", "namespace", "calico-system")
 
 	for _, o := range overlays {
 		dir := deployDir("overlays", o)
@@ -303,7 +301,7 @@ func TestKubeDeployApply(t *testing.T) {
 	}
 	// The HPA and PDBs as the API server stored them (defaults applied), for the
 	// relay of each namespace.
-	for ns, relay := range map[string]string{"otelcol-relay": "otelcol-relay", "calico-system": "otel-collector"} {
+	for ns, relay := range map[string]string{"otelcol-relay": "otelcol-relay"} {
 		hpa, err := k.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "otelcol-relay", metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", ns, err)
@@ -326,20 +324,6 @@ func TestKubeDeployApply(t *testing.T) {
 		}
 	}
 	checkFederationToken(t, "base federation", fed)
-	if _, err := k.Client.AppsV1().StatefulSets("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{}); err != nil {
-		t.Errorf("calico-system overlay: %v", err)
-	}
-	svc, err := k.Client.CoreV1().Services("calico-system").Get(context.Background(), "otel-collector", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ports []string
-	for _, p := range svc.Spec.Ports {
-		ports = append(ports, fmt.Sprintf("%s:%d", p.Name, p.Port))
-	}
-	if got := strings.Join(ports, ","); got != "otlp-http:4318,metrics:8888" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		t.Errorf("calico-system Service otel-collector: ports %s, clusterIP %s; want the operator's otlp-http:4318,metrics:8888, not headless", got, svc.Spec.ClusterIP)
-	}
 	agentSvc, err := k.Client.CoreV1().Services("otelcol-relay").Get(context.Background(), "otelcol-relay-agent", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -461,8 +445,10 @@ spec:
 func TestKubeDeployRBAC(t *testing.T) {
 	k := e2e.StartKube(t)
 	installServiceMonitorCRD(t, k)
-	k.MustKubectl(t, "create", "namespace", "calico-system")
 	for _, o := range overlays {
+		if o == "tigera" {
+			continue // its one extra rule (services/proxy) is checked by TestKubeTigeraOverlay
+		}
 		k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("overlays", o))
 	}
 
@@ -478,10 +464,6 @@ func TestKubeDeployRBAC(t *testing.T) {
 		// Federation reads nothing from the API server: no rule beyond what every
 		// ServiceAccount has.
 		"system:serviceaccount:otelcol-relay:otelcol-relay-federation": {},
-		"system:serviceaccount:calico-system:otel-collector": {
-			"pods": informers,
-		},
-		"system:serviceaccount:calico-system:otelcol-relay-federation": {},
 	}
 	for user, want := range cases {
 		t.Run(user, func(t *testing.T) {

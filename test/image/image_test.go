@@ -171,3 +171,13 @@ func seqs(n int) []int64 {
 	}
 	return out
 }
+
+// TestImageAnswersAtOperatorPath: the Tigera operator runs
+// `/usr/bin/otelcol --config=/etc/otel/config.yaml`, so the image answers there too.
+func TestImageAnswersAtOperatorPath(t *testing.T) {
+	e := newEngine(t)
+	out := e.output(t, "run", "--rm", "--entrypoint", "/usr/bin/otelcol", e.image, "components")
+	if !strings.Contains(out, "certwatch") {
+		t.Fatalf("/usr/bin/otelcol components does not list our components:\n%s", out)
+	}
+}

@@ -1,0 +1,215 @@
+package backendsconverter
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// dnsLabel is the Tigera operator's rule for exporter names: the name becomes part
+// of a component id, an environment variable and a file name, so it stays simple.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// protocols maps a backend's protocol to the exporter type that speaks it.
+var protocols = map[string]string{"grpc": "otlp_grpc", "http": "otlp_http"}
+
+// fileKeys are the tls:: fields that name files; any of them makes the backend's
+// TLS identity a certwatch instance, so the files rotate without a restart.
+var fileKeys = []string{"ca_file", "cert_file", "key_file"}
+
+// tlsKeys are the fields a backend's tls block may hold: certwatch's own.
+var tlsKeys = map[string]bool{
+	"ca_file": true, "cert_file": true, "key_file": true, "include_system_ca_certs_pool": true,
+	"server_name_override": true, "min_version": true, "poll_interval": true,
+}
+
+// staticTLSKeys are the tls:: fields that mean the same in an exporter's own tls
+// block, used when there is no file to watch (a header-only backend).
+var staticTLSKeys = map[string]bool{"include_system_ca_certs_pool": true, "server_name_override": true, "min_version": true}
+
+// perBackendKeys are exporter settings that only the backend entry itself sets:
+// written in backend_defaults or an exporter override they would either apply one
+// backend's identity to all of them or bypass the header rules.
+var perBackendKeys = []string{"endpoint", "headers", "tls", "middlewares", "auth"}
+
+// backend is one entry of the top-level backends list.
+type backend struct {
+	index     int
+	name      string
+	endpoint  string
+	protocol  string
+	headers   []string
+	tls       map[string]any
+	pipelines []string
+	exporter  map[string]any
+}
+
+var backendKeys = map[string]bool{
+	"name": true, "endpoint": true, "protocol": true, "headers": true, "tls": true, "pipelines": true, "exporter": true,
+}
+
+// where names the entry in errors: by index, and by name once it has one.
+func (b *backend) where() string {
+	if b.name == "" {
+		return fmt.Sprintf("backends[%d]", b.index)
+	}
+	return fmt.Sprintf("backends[%d] (%s)", b.index, b.name)
+}
+
+func (b *backend) exporterID() string  { return protocols[b.protocol] + "/" + b.name }
+func (b *backend) certwatchID() string { return "certwatch/" + b.name }
+
+// headerEnv is the variable a header's value is read from, by the convention the
+// Tigera operator and safeconfigprovider share: OTEL_EXPORTER_<NAME>_<HEADER>.
+func (b *backend) headerEnv(header string) string {
+	return "OTEL_EXPORTER_" + envSafe(b.name) + "_" + envSafe(header)
+}
+
+// watchesFiles reports whether the backend's TLS identity lives in files.
+func (b *backend) watchesFiles() bool {
+	for _, k := range fileKeys {
+		if s, _ := b.tls[k].(string); s != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// parseBackend reads one list entry and checks it on its own; checks against the
+// rest of the config happen when it is expanded.
+func parseBackend(i int, raw any) (*backend, error) {
+	b := &backend{index: i, protocol: "grpc"}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return b, fmt.Errorf("%s: want a map with name, endpoint, protocol, headers, tls, got %T", b.where(), raw)
+	}
+	var errs []error
+	for _, k := range sortedKeys(m) {
+		if !backendKeys[k] {
+			errs = append(errs, fmt.Errorf("%s: unknown field %q (fields: %s)", b.where(), k, strings.Join(sortedKeys(toAny(backendKeys)), ", ")))
+		}
+	}
+	b.name, _ = m["name"].(string)
+	switch {
+	case b.name == "":
+		errs = append(errs, fmt.Errorf("%s: name is required", b.where()))
+	case !dnsLabel.MatchString(b.name) || len(b.name) > 63:
+		errs = append(errs, fmt.Errorf("%s: name %q must be a DNS label (lower case letters, digits and '-', at most 63)", b.where(), b.name))
+	}
+	b.endpoint, _ = m["endpoint"].(string)
+	if b.endpoint == "" {
+		errs = append(errs, fmt.Errorf("%s: endpoint is required", b.where()))
+	}
+	if p, ok := m["protocol"]; ok {
+		b.protocol, _ = p.(string)
+		if _, known := protocols[b.protocol]; !known {
+			errs = append(errs, fmt.Errorf("%s: protocol %v must be grpc or http", b.where(), p))
+		}
+	}
+	hs, err := stringList(m["headers"])
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: headers: %w (a list of header names; each value comes from the environment)", b.where(), err))
+	}
+	seen := map[string]string{}
+	for _, h := range hs {
+		if h == "" {
+			errs = append(errs, fmt.Errorf("%s: headers: an empty header name", b.where()))
+			continue
+		}
+		env := b.headerEnv(h)
+		if other, dup := seen[env]; dup {
+			errs = append(errs, fmt.Errorf("%s: headers %q and %q both read %s", b.where(), other, h, env))
+		}
+		seen[env] = h
+	}
+	b.headers = hs
+	if t, ok := m["tls"]; ok && t != nil {
+		b.tls, ok = t.(map[string]any)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: tls: want a map, got %T", b.where(), t))
+		}
+		for _, k := range sortedKeys(b.tls) {
+			if !tlsKeys[k] {
+				errs = append(errs, fmt.Errorf("%s: tls::%s is not a field (fields: %s)", b.where(), k, strings.Join(sortedKeys(toAny(tlsKeys)), ", ")))
+			}
+		}
+		if !b.watchesFiles() {
+			for _, k := range sortedKeys(b.tls) {
+				if tlsKeys[k] && !staticTLSKeys[k] {
+					errs = append(errs, fmt.Errorf("%s: tls::%s only applies with ca_file or cert_file/key_file", b.where(), k))
+				}
+			}
+		}
+	}
+	if b.pipelines, err = stringList(m["pipelines"]); err != nil {
+		errs = append(errs, fmt.Errorf("%s: pipelines: %w", b.where(), err))
+	}
+	if e, ok := m["exporter"]; ok && e != nil {
+		if b.exporter, ok = e.(map[string]any); !ok {
+			errs = append(errs, fmt.Errorf("%s: exporter: want a map of exporter settings, got %T", b.where(), e))
+		}
+		errs = append(errs, checkNoPerBackendKeys(b.where()+": exporter", b.exporter)...)
+	}
+	return b, errors.Join(errs...)
+}
+
+func checkNoPerBackendKeys(where string, m map[string]any) []error {
+	var errs []error
+	for _, k := range perBackendKeys {
+		if _, ok := m[k]; ok {
+			errs = append(errs, fmt.Errorf("%s: %s cannot be set here; it belongs to the backend entry (endpoint, headers, tls)", where, k))
+		}
+	}
+	return errs
+}
+
+func stringList(v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("want a list of strings, got %T", v)
+	}
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a list of strings, got an element of type %T", e)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func envSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			return r
+		default:
+			return '_'
+		}
+	}, s)
+}
+
+func toAny[V any](m map[string]V) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
