@@ -18,7 +18,7 @@ import (
 
 var exporterID = component.MustNewIDWithName("otlp_http", "default")
 
-func startExt(t *testing.T, f extension.Factory, cfg component.Config) storage.Extension {
+func startExt(t testing.TB, f extension.Factory, cfg component.Config) storage.Extension {
 	t.Helper()
 	ext, err := f.Create(ctx, extensiontest.NewNopSettings(f.Type()), cfg)
 	if err != nil {
