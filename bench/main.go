@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -39,6 +40,7 @@ var (
 	outageDur   = flag.Duration("outage", 60*time.Second, "backend outage duration")
 	outageRate  = flag.Float64("outage-rate", 5000, "steady load during the outage, records/s")
 	outDir      = flag.String("out", "", "results directory (default <repo>/bench/results)")
+	variantList = flag.String("variants", "floor,gateway,gateway-memory,upstream,upstream-file", "variants to run, comma separated, in this order on odd runs and reversed on even ones (see variants.go)")
 )
 
 func main() {
@@ -62,9 +64,9 @@ func main() {
 	r.PayloadBytes = avgRecordBytes(satChunks[0])
 
 	for i := 0; i < *runs; i++ {
-		order := []string{"floor", "gateway", "upstream"}
+		order := strings.Split(*variantList, ",")
 		if i%2 == 1 {
-			order = []string{"upstream", "gateway", "floor"}
+			slices.Reverse(order)
 		}
 		for _, v := range order {
 			log.Printf("run %d/%d: %s", i+1, *runs, v)
@@ -168,10 +170,9 @@ func startVariant(t *runTB, variant string, maxSeq int64, env ...string) (*sink,
 	s := newSink(t, backend.Server, maxSeq)
 	rcv := e2e.NewReceiverTLS(t)
 	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: s.URL, Backend: backend, Receiver: rcv, Env: env})
-	args := gw.Args
-	if variant == "upstream" {
-		args = []string{"--config", filepath.Join(e2e.RepoRoot(), "bench", "upstream-defaults.yaml"),
-			"--config", filepath.Join(e2e.RepoRoot(), "config", "receiver-tls.yaml")}
+	args, err := variantConfig(variant, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	start := func() *e2e.Collector {
 		return e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: args, ReadyTimeout: 90 * time.Second})

@@ -20,6 +20,7 @@ import (
 	certwatchextension "github.com/otelcol-relay/otelcol-relay/components/certwatchextension"
 	gomemlimitextension "github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension"
 	admissionextension "github.com/otelcol-relay/otelcol-relay/components/admissionextension"
+	queuestorageextension "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	k8sattributesprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor"
@@ -58,6 +59,7 @@ func components() (otelcol.Factories, error) {
 		certwatchextension.NewFactory(),
 		gomemlimitextension.NewFactory(),
 		admissionextension.NewFactory(),
+		queuestorageextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -69,6 +71,7 @@ func components() (otelcol.Factories, error) {
 		certwatchextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		gomemlimitextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		admissionextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
+		queuestorageextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](

@@ -19,11 +19,18 @@ const diskPerQueuedByte = 2
 // it cannot tell.
 type fsSizer func(dir string) (size uint64, measured string, ok bool)
 
-// persistentQueue is one exporter's sending queue on one file_storage volume.
+// queue_storage (components/queuestorageextension) keeps its segments within
+// twice the live data plus two segments, and allocates a third when it rolls:
+// twice the bound, plus three segments per signal.
+const queueStorageSegments = 3
+
+// persistentQueue is one exporter's sending queue on one file_storage or
+// queue_storage volume.
 type persistentQueue struct {
 	exporter string
 	bytes    uint64
 	signals  []string
+	segment  uint64 // queue_storage's segment_size; 0 for file_storage
 }
 
 // checkQueueVolumes refuses persistent sending queues whose byte bounds, all of
@@ -45,7 +52,8 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 		if storage == "" || q["enabled"] == false || q["sizer"] != "bytes" || len(signals[id]) == 0 {
 			continue
 		}
-		if t, _ := splitID(storage); t != "file_storage" {
+		t, _ := splitID(storage)
+		if t != "file_storage" && t != "queue_storage" {
 			continue
 		}
 		n, ok := toUint(q["queue_size"])
@@ -53,10 +61,20 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 			continue
 		}
 		dir, _ := asMap(extensions[storage])["directory"].(string)
-		if dir == "" {
+		var segment uint64
+		switch {
+		case t == "queue_storage":
+			segment = 8 << 20 // queue_storage's default segment_size
+			if v, ok := toUint(asMap(extensions[storage])["segment_size"]); ok {
+				segment = v
+			}
+			if dir == "" {
+				dir = "/var/lib/otelcol-relay/queue" // queue_storage's default
+			}
+		case dir == "":
 			dir = "/var/lib/otelcol/file_storage" // file_storage's default on Linux
 		}
-		byDir[filepath.Clean(dir)] = append(byDir[filepath.Clean(dir)], persistentQueue{id, n, signals[id]})
+		byDir[filepath.Clean(dir)] = append(byDir[filepath.Clean(dir)], persistentQueue{id, n, signals[id], segment})
 	}
 
 	var errs []error
@@ -68,11 +86,11 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 		var need uint64
 		var parts []string
 		for _, q := range byDir[dir] {
-			need += q.bytes * uint64(len(q.signals)) * diskPerQueuedByte
+			need += (q.bytes*diskPerQueuedByte + q.segment*queueStorageSegments) * uint64(len(q.signals))
 			parts = append(parts, fmt.Sprintf("exporters::%s: sending_queue::queue_size %d bytes x %d signals (%s)", q.exporter, q.bytes, len(q.signals), strings.Join(q.signals, ", ")))
 		}
 		if need > total {
-			errs = append(errs, fmt.Errorf("persistent queues on %s need up to %s of disk (twice their bounds: the queue file and its compaction copy), but the volume at %s holds %s; on a full volume acknowledged data would be lost, so lower queue_size or grow the volume: %s",
+			errs = append(errs, fmt.Errorf("persistent queues on %s need up to %s of disk (twice their bounds: file_storage's file and its compaction copy, queue_storage's segments before they are reclaimed), but the volume at %s holds %s; on a full volume acknowledged data would be lost, so lower queue_size or grow the volume: %s",
 				dir, mib(need), measured, mib(total), strings.Join(parts, "; ")))
 		}
 	}

@@ -96,3 +96,27 @@ func TestVolumeSizeMeasuresNearestExistingDirectory(t *testing.T) {
 		t.Fatal("volumeSize must not create directories")
 	}
 }
+
+// queue_storage volumes are checked too: twice the bound plus three segments
+// per signal.
+func TestQueueVolumesQueueStorage(t *testing.T) {
+	cfg := parse(t, `
+extensions:
+  queue_storage: {directory: /pvc/queue, segment_size: 268435456}
+exporters:
+  otlp_http/a:
+    sending_queue: {storage: queue_storage, sizer: bytes, queue_size: 268435456}
+service:
+  pipelines:
+    logs: {exporters: [otlp_http/a]}
+    metrics: {exporters: [otlp_http/a]}
+`)
+	// (256 MiB x 2 + 256 MiB x 3) x 2 signals = 2560 MiB.
+	if errs := checkQueueVolumes(cfg, fixedSize(3)); len(errs) != 0 {
+		t.Fatalf("2.5 GiB on 3 GiB: %v", errs)
+	}
+	errs := checkQueueVolumes(cfg, fixedSize(2))
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "persistent queues on /pvc/queue need up to 2560 MiB of disk") {
+		t.Fatalf("2.5 GiB on 2 GiB: want one error naming 2560 MiB, got %v", errs)
+	}
+}

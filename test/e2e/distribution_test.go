@@ -94,7 +94,7 @@ func TestComponentsListsEveryComponent(t *testing.T) {
 		"memory_limiter", "batch", "k8s_attributes",
 		"otlp_grpc", "otlp_http", "debug",
 		"health_check", "file_storage", "pprof", "certwatch",
-		"federation_types", "groupbyattrs", "gomemlimit", "admission",
+		"federation_types", "groupbyattrs", "gomemlimit", "admission", "queue_storage",
 		"pod_identity",
 	} {
 		if !regexp.MustCompile(`(?m)^\s*- name: ` + regexp.QuoteMeta(name) + `\s*$`).MatchString(out) {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// variants lists the variants that have runs, in -variants order; without the
+// floor unless withFloor.
+func (r *report) variants(withFloor bool) []string {
+	var out []string
+	for _, v := range strings.Split(*variantList, ",") {
+		if (v != "floor" || withFloor) && len(r.values(v, func(*runResult) float64 { return 0 })) > 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// writeDurability writes the price of durability (issue 15): each variant's
+// CPU per record against the in-memory gateway, its share of the floor, its
+// records per CPU-second and RSS against upstream defaults, and where a
+// record's CPU goes at saturation.
+func (r *report) writeDurability(w func(string, ...any)) {
+	mem := func(f func(*runResult) float64) float64 { return r.median("gateway-memory", f) }
+	up := func(f func(*runResult) float64) float64 { return r.median("upstream", f) }
+	steady := func(x *runResult) float64 { return x.SteadyCPUsPerM }
+	sat := func(x *runResult) float64 { return x.SatCPUsPerM }
+	perCore := func(x *runResult) float64 { return x.SatPerCore }
+	rss := func(x *runResult) float64 { return x.SteadyRSSPeak }
+	floor := r.median("floor", perCore)
+	cols := r.variants(false)
+	if mem(steady) > 0 && up(perCore) > 0 {
+		w("## The price of durability (ratios of the medians above)\n\n")
+		w("| variant | CPU per record at %.0f/s vs gateway-memory (≤ 1.15) | at saturation vs gateway-memory (≤ 1.15) | share of the floor at saturation (≥ 60%%) | records per CPU-second vs upstream (≥ 1) | RSS peak at %.0f/s vs upstream (≤ 1.1) |\n|---|---|---|---|---|---|\n", *steadyRate, *steadyRate)
+		for _, v := range cols {
+			w("| %s | %.2fx | %.2fx | %.0f%% | %.2fx | %.2fx |\n", v,
+				r.median(v, steady)/mem(steady), r.median(v, sat)/mem(sat),
+				100*r.median(v, perCore)/max(floor, 1), r.median(v, perCore)/up(perCore), r.median(v, rss)/up(rss))
+		}
+		w("\n")
+	}
+
+	w("## Where a record's CPU goes at saturation (last run's 10 s CPU profile)\n\n")
+	w("Each sample goes to the first category any frame of its stack matches, in this order: GC (background marking and allocation assists), gzip, TLS, read back (the persistent queue's Read: storage get, metadata write, decode of the item), persist (Offer: encode and storage write; onDone: delete), batch merge, encode (exporter), decode (receiver), processors, network/HTTP/syscalls. µs per record = share × CPU-seconds per record (median).\n\n")
+	var cats []string
+	for _, c := range categories {
+		cats = append(cats, c.name)
+	}
+	cats = append(cats, otherCategory)
+	shares := map[string]map[string]float64{}
+	for _, v := range cols {
+		sh, err := attribute(filepath.Join(*outDir, fmt.Sprintf("%s-%s-saturation.pprof", *name, v)))
+		if err == nil {
+			shares[v] = sh
+		}
+	}
+	w("| category |")
+	for _, v := range cols {
+		w(" %s |", v)
+	}
+	w("\n|---|%s\n", strings.Repeat("---|", len(cols)))
+	for _, c := range cats {
+		w("| %s |", c)
+		for _, v := range cols {
+			sh, ok := shares[v]
+			if !ok {
+				w(" - |")
+				continue
+			}
+			w(" %.1f%% (%.1f µs) |", 100*sh[c], sh[c]*r.median(v, sat))
+		}
+		w("\n")
+	}
+	w("| total CPU per record |")
+	for _, v := range cols {
+		w(" %.1f µs |", r.median(v, sat))
+	}
+	w("\n\n")
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+)
+
+// variantInfo says what each collector variant runs. Variants other than
+// gateway and upstream are the shipped files with a few lines replaced, so
+// they differ from them in the queue's storage only.
+var variantInfo = map[string]string{
+	"floor":               "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
+	"gateway":             "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, groupbyattrs, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway-memory":      "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
+	"gateway-file":        "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
+	"gateway-queue":       "the same gateway on `queue_storage` (components/queuestorageextension), fsync off",
+	"gateway-queue-fsync": "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
+	"upstream":            "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
+	"upstream-file":       "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
+}
+
+// variantConfig writes the config of variant into dir and returns the
+// --config arguments, receiver TLS included.
+func variantConfig(variant, dir string) ([]string, error) {
+	root := e2e.RepoRoot()
+	tls := filepath.Join(root, "config", "receiver-tls.yaml")
+	gw, err := os.ReadFile(filepath.Join(root, "config", "gateway.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	up, err := os.ReadFile(filepath.Join(root, "bench", "upstream-defaults.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	storageLine := "      storage: file_storage\n"
+	if strings.Contains(string(gw), "      storage: queue_storage\n") {
+		storageLine = "      storage: queue_storage\n"
+	}
+	var text string
+	var edits [][2]string
+	switch variant {
+	case "gateway":
+		return []string{"--config", filepath.Join(root, "config", "gateway.yaml"), "--config", tls}, nil
+	case "upstream":
+		return []string{"--config", filepath.Join(root, "bench", "upstream-defaults.yaml"), "--config", tls}, nil
+	case "gateway-memory":
+		text, edits = string(gw), [][2]string{{storageLine, ""}}
+	case "gateway-file", "gateway-queue", "gateway-queue-fsync":
+		name := "file_storage"
+		ext := "  file_storage/bench:\n    directory: ${env:RELAY_QUEUE_DIR}\n    create_directory: true\n    timeout: 2s\n    compaction:\n      directory: ${env:RELAY_QUEUE_DIR}\n      on_start: true\n      on_rebound: true\n"
+		if variant != "gateway-file" {
+			name = "queue_storage"
+			ext = "  queue_storage/bench:\n    directory: ${env:RELAY_QUEUE_DIR}\n"
+			if variant == "gateway-queue-fsync" {
+				ext += "    fsync: true\n"
+			}
+		}
+		text, edits = string(gw), [][2]string{
+			{storageLine, "      storage: " + name + "/bench\n"},
+			{"\nextensions:\n", "\nextensions:\n" + ext},
+			{"  extensions: [", "  extensions: [" + name + "/bench, "},
+		}
+	case "upstream-file":
+		text, edits = string(up), [][2]string{
+			{"\nextensions:\n", "\nextensions:\n  file_storage:\n    directory: ${env:RELAY_QUEUE_DIR}\n    create_directory: true\n"},
+			{"  extensions: [", "  extensions: [file_storage, "},
+			{"      key_file: ${env:OTEL_EXPORTER_DEFAULT_KEY_FILE}\n", "      key_file: ${env:OTEL_EXPORTER_DEFAULT_KEY_FILE}\n    sending_queue:\n      storage: file_storage\n"},
+		}
+	default:
+		return nil, fmt.Errorf("unknown variant %q", variant)
+	}
+	for _, e := range edits {
+		if strings.Count(text, e[0]) != 1 {
+			return nil, fmt.Errorf("variant %s: %q is not in the config exactly once", variant, e[0])
+		}
+		text = strings.Replace(text, e[0], e[1], 1)
+	}
+	p := filepath.Join(dir, variant+".yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{"--config", p, "--config", tls}, nil
+}

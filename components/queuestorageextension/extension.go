@@ -1,0 +1,119 @@
+package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
+)
+
+type queueStorage struct {
+	cfg    *Config
+	logger *zap.Logger
+	cache  *cacheBudget
+
+	mu      sync.Mutex
+	clients map[*store]struct{}
+}
+
+var _ storage.Extension = (*queueStorage)(nil)
+
+func newExtension(set extension.Settings, cfg *Config) *queueStorage {
+	return &queueStorage{cfg: cfg, logger: set.Logger, cache: &cacheBudget{max: cfg.MemoryCacheSize}, clients: map[*store]struct{}{}}
+}
+
+func (q *queueStorage) Start(context.Context, component.Host) error { return nil }
+
+// Shutdown closes the clients their owners did not close.
+func (q *queueStorage) Shutdown(ctx context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var errs []error
+	for s := range q.clients {
+		errs = append(errs, s.Close(ctx))
+	}
+	q.clients = map[*store]struct{}{}
+	return errors.Join(errs...)
+}
+
+// GetClient opens the store of one component and signal, in a subdirectory
+// named as file_storage names its database file, and takes over that file's
+// keys when migrate_from points at a file_storage directory that holds it.
+func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
+	raw := fmt.Sprintf("%s_%s_%s", kindString(kind), id.Type(), id.Name())
+	if name != "" {
+		raw += "_" + name
+	}
+	raw = sanitize(raw)
+	s, err := openStore(filepath.Join(q.cfg.Directory, raw), storeOptions{
+		segmentSize: q.cfg.SegmentSize,
+		reserve:     reserve,
+		fsync:       q.cfg.Fsync,
+		cache:       q.cache,
+		logger:      q.logger.With(zap.String("client", raw)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if q.cfg.MigrateFrom != "" {
+		if err := migrateFileStorage(s, filepath.Join(q.cfg.MigrateFrom, raw), q.logger); err != nil {
+			_ = s.Close(context.Background())
+			return nil, err
+		}
+	}
+	q.mu.Lock()
+	q.clients[s] = struct{}{}
+	q.mu.Unlock()
+	return &trackedClient{store: s, ext: q}, nil
+}
+
+// trackedClient forgets its store in the extension when the owner closes it.
+type trackedClient struct {
+	*store
+	ext *queueStorage
+}
+
+func (c *trackedClient) Close(ctx context.Context) error {
+	c.ext.mu.Lock()
+	delete(c.ext.clients, c.store)
+	c.ext.mu.Unlock()
+	return c.store.Close(ctx)
+}
+
+// kindString and sanitize name clients exactly as file_storage does
+// (filestorage v0.165.1, extension.go), so migrate_from finds the same file.
+func kindString(k component.Kind) string {
+	switch k {
+	case component.KindReceiver:
+		return "receiver"
+	case component.KindProcessor:
+		return "processor"
+	case component.KindExporter:
+		return "exporter"
+	case component.KindExtension:
+		return "extension"
+	case component.KindConnector:
+		return "connector"
+	default:
+		return "other"
+	}
+}
+
+func sanitize(name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
+			b.WriteRune(c)
+		} else {
+			fmt.Fprintf(&b, "~%04X", c)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,183 @@
+package queuestorageextension
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+)
+
+var exporterID = component.MustNewIDWithName("otlp_http", "default")
+
+func startExt(t testing.TB, f extension.Factory, cfg component.Config) storage.Extension {
+	t.Helper()
+	ext, err := f.Create(ctx, extensiontest.NewNopSettings(f.Type()), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Start(ctx, componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	return ext.(storage.Extension)
+}
+
+// fileStorageBacklog writes a queue's backlog through the real file_storage
+// extension, as the gateway did before queue_storage, and returns it.
+func fileStorageBacklog(t *testing.T, dir string) map[string][]byte {
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext := startExt(t, f, cfg)
+	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for i := range 200 {
+		k, v := fmt.Sprint(i), item(i, 1000+i)
+		want[k], want["qmv0"] = v, []byte(fmt.Sprintf("meta %d", i))
+		if err := c.Batch(ctx, storage.SetOperation("qmv0", want["qmv0"]), storage.SetOperation(k, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 { // already delivered
+		delete(want, fmt.Sprint(i))
+		if err := c.Delete(ctx, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+func expectClient(t *testing.T, c storage.Client, want map[string][]byte, gone []string) {
+	t.Helper()
+	for k, v := range want {
+		got, err := c.Get(ctx, k)
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("key %q: %d bytes, %v; want %d bytes", k, len(got), err, len(v))
+		}
+	}
+	for _, k := range gone {
+		if got, _ := c.Get(ctx, k); got != nil {
+			t.Fatalf("deleted key %q is back", k)
+		}
+	}
+}
+
+// Upgrading from file_storage with a backlog queued: queue_storage takes the
+// database's keys over on start, deletes the database, and keeps the keys
+// across later restarts.
+func TestMigrateFromFileStorage(t *testing.T) {
+	old, dir := t.TempDir(), t.TempDir()
+	want := fileStorageBacklog(t, old)
+	db := filepath.Join(old, "exporter_otlp_http_default_logs")
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("file_storage wrote no database where migrate_from looks: %v", err)
+	}
+	cfg := createDefaultConfig()
+	cfg.Directory, cfg.MigrateFrom = dir, old
+	for round := range 2 {
+		ext := startExt(t, NewFactory(), cfg)
+		c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectClient(t, c, want, []string{"0", "49"})
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the file_storage database is still there after the migration: %v", round, err)
+		}
+		if err := ext.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A crash after the copy but before the database was deleted: the next start
+// copies again (the same keys) and finishes.
+func TestMigrationInterruptedIsRepeated(t *testing.T) {
+	old, dir := t.TempDir(), t.TempDir()
+	want := fileStorageBacklog(t, old)
+	db := filepath.Join(old, "exporter_otlp_http_default_logs")
+	saved, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := createDefaultConfig()
+	cfg.Directory, cfg.MigrateFrom = dir, old
+	ext := startExt(t, NewFactory(), cfg)
+	if _, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs"); err != nil {
+		t.Fatal(err)
+	}
+	_ = ext.Shutdown(ctx)
+	if err := os.WriteFile(db, saved, 0o600); err != nil { // as if never deleted
+		t.Fatal(err)
+	}
+	ext = startExt(t, NewFactory(), cfg)
+	defer ext.Shutdown(ctx)
+	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
+	if err != nil {
+		t.Fatalf("repeating an interrupted migration: %v", err)
+	}
+	expectClient(t, c, want, nil)
+}
+
+// A queue_storage store that already holds other data is not overwritten by
+// a file_storage database: the start fails and says why.
+func TestMigrationRefusesToOverwrite(t *testing.T) {
+	old, dir := t.TempDir(), t.TempDir()
+	fileStorageBacklog(t, old)
+	cfg := createDefaultConfig()
+	cfg.Directory = dir
+	ext := startExt(t, NewFactory(), cfg)
+	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "qmv0", []byte("queue_storage's own")); err != nil {
+		t.Fatal(err)
+	}
+	_ = ext.Shutdown(ctx)
+	cfg.MigrateFrom = old
+	ext = startExt(t, NewFactory(), cfg)
+	defer ext.Shutdown(ctx)
+	_, err = ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
+	if err == nil || !strings.Contains(err.Error(), "already holds data") || !strings.Contains(err.Error(), old) {
+		t.Fatalf("migration over existing data: %v, want a refusal naming %s", err, old)
+	}
+	if _, err := os.Stat(filepath.Join(old, "exporter_otlp_http_default_logs")); err != nil {
+		t.Fatalf("the file_storage database was removed although nothing was migrated: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := createDefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	c := &Config{Directory: "", SegmentSize: 10, MemoryCacheSize: -1, MigrateFrom: ""}
+	err := c.Validate()
+	for _, want := range []string{"directory: must be set", "segment_size 10: must be at least 65536 bytes", "memory_cache_size -1: must not be negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
+	}
+	c = createDefaultConfig()
+	c.MigrateFrom = c.Directory
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "migrate_from") {
+		t.Errorf("migrate_from = directory: %v", err)
+	}
+}

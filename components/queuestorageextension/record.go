@@ -1,0 +1,150 @@
+package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// On-disk record (little endian), one per storage.Client Batch/Set/Delete:
+//
+//	[0:4]  CRC-32C of bytes [4:8+n]
+//	[4:8]  n, the body length (> 0)
+//	[8:8+n] body: one or more operations, each
+//	        1 byte type (opSet, opDelete), uvarint key length, key,
+//	        and for opSet: uvarint value length, value
+//
+// One record holds a whole batch, so a batch is applied after a crash entirely
+// or not at all: the persistent queue's metadata and the item it describes are
+// never out of step. A record whose CRC does not match ends the segment. Zero
+// bytes after the last record (preallocated space) read as n == 0: the end.
+const headerLen = 8
+
+const (
+	opSet    byte = 1
+	opDelete byte = 2
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// maxRecordLen bounds n so a corrupted length field cannot make recovery
+// allocate gigabytes.
+const maxRecordLen = 1 << 30
+
+var (
+	errEndOfData = errors.New("end of data")
+	errTorn      = errors.New("record runs past the end of the segment")
+	errChecksum  = errors.New("checksum mismatch")
+)
+
+// op is one decoded operation; value aliases the record buffer.
+type op struct {
+	typ   byte
+	key   string
+	value []byte
+	// valueOff is the offset of value within the record.
+	valueOff int
+}
+
+// encodeRecord appends the record for ops to dst and returns it together with
+// the offset of each set operation's value within the record (-1 for deletes).
+func encodeRecord(dst []byte, ops []op) ([]byte, []int) {
+	start := len(dst)
+	dst = append(dst, make([]byte, headerLen)...)
+	offs := make([]int, len(ops))
+	for i, o := range ops {
+		dst = append(dst, o.typ)
+		dst = binary.AppendUvarint(dst, uint64(len(o.key)))
+		dst = append(dst, o.key...)
+		offs[i] = -1
+		if o.typ == opSet {
+			dst = binary.AppendUvarint(dst, uint64(len(o.value)))
+			offs[i] = len(dst) - start
+			dst = append(dst, o.value...)
+		}
+	}
+	rec := dst[start:]
+	binary.LittleEndian.PutUint32(rec[4:8], uint32(len(rec)-headerLen))
+	binary.LittleEndian.PutUint32(rec[0:4], crc32.Checksum(rec[4:], castagnoli))
+	return dst, offs
+}
+
+// recordLen reads the header at the start of b: the whole record's length, or
+// errEndOfData (zeros: nothing was written here), errTorn (the record does not
+// fit in b), or an error for a length that cannot be.
+func recordLen(b []byte) (int, error) {
+	if len(b) < headerLen {
+		if allZero(b) {
+			return 0, errEndOfData
+		}
+		return 0, errTorn
+	}
+	n := binary.LittleEndian.Uint32(b[4:8])
+	if n == 0 {
+		if binary.LittleEndian.Uint32(b[0:4]) == 0 {
+			return 0, errEndOfData
+		}
+		return 0, fmt.Errorf("%w: zero length with checksum %#x", errChecksum, binary.LittleEndian.Uint32(b[0:4]))
+	}
+	if n > maxRecordLen {
+		return 0, fmt.Errorf("%w: length %d exceeds %d", errChecksum, n, maxRecordLen)
+	}
+	if int(n)+headerLen > len(b) {
+		return 0, errTorn
+	}
+	return int(n) + headerLen, nil
+}
+
+// decodeRecord checks and decodes the record at the start of b. It returns the
+// operations (aliasing b) and the record's length.
+func decodeRecord(b []byte) ([]op, int, error) {
+	l, err := recordLen(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	rec := b[:l]
+	if got, want := crc32.Checksum(rec[4:], castagnoli), binary.LittleEndian.Uint32(rec[0:4]); got != want {
+		return nil, 0, fmt.Errorf("%w: stored %#x, computed %#x", errChecksum, want, got)
+	}
+	var ops []op
+	p := headerLen
+	for p < l {
+		typ := rec[p]
+		p++
+		if typ != opSet && typ != opDelete {
+			return nil, 0, fmt.Errorf("%w: unknown operation type %d at byte %d", errChecksum, typ, p-1)
+		}
+		kl, n := binary.Uvarint(rec[p:])
+		if n <= 0 || kl > uint64(l-p-n) {
+			return nil, 0, fmt.Errorf("%w: bad key length at byte %d", errChecksum, p)
+		}
+		p += n
+		o := op{typ: typ, key: string(rec[p : p+int(kl)]), valueOff: -1}
+		p += int(kl)
+		if typ == opSet {
+			vl, n := binary.Uvarint(rec[p:])
+			if n <= 0 || vl > uint64(l-p-n) {
+				return nil, 0, fmt.Errorf("%w: bad value length at byte %d", errChecksum, p)
+			}
+			p += n
+			o.valueOff = p
+			o.value = rec[p : p+int(vl) : p+int(vl)]
+			p += int(vl)
+		}
+		ops = append(ops, o)
+	}
+	if len(ops) == 0 {
+		return nil, 0, fmt.Errorf("%w: record without operations", errChecksum)
+	}
+	return ops, l, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

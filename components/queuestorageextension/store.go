@@ -1,0 +1,494 @@
+package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// ErrVolumeFull is returned (wrapped) by a write that would add a key when the
+// volume has no room for another segment. Updates and deletes of existing keys
+// still succeed from the reserve kept in every segment, so a queue that cannot
+// take new items can still dispatch and delete the ones it holds.
+var ErrVolumeFull = errors.New("queue volume full")
+
+var errClosed = errors.New("queue_storage client is closed")
+
+// copyBelow is the value size under which a cached value gets its own
+// allocation instead of aliasing its record buffer: small values (queue
+// metadata) would otherwise pin large records in memory.
+const copyBelow = 4096
+
+type storeOptions struct {
+	segmentSize int64
+	reserve     int64
+	fsync       bool
+	cache       *cacheBudget
+	logger      *zap.Logger
+}
+
+// cacheBudget is the memory all clients of one extension may use to keep
+// values, so a fresh value is read back without touching the disk.
+type cacheBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+func (c *cacheBudget) take(n int) bool {
+	if c == nil || c.max <= 0 {
+		return false
+	}
+	if c.used.Add(int64(n)) > c.max {
+		c.used.Add(-int64(n))
+		return false
+	}
+	return true
+}
+
+func (c *cacheBudget) release(n int) {
+	if c != nil {
+		c.used.Add(-int64(n))
+	}
+}
+
+type segment struct {
+	id   uint64
+	path string
+	f    *os.File
+	size int64 // allocated length of the file
+	end  int64 // where the next record goes
+	live int   // index entries that point into this segment
+}
+
+type entry struct {
+	seg *segment
+	off int64 // offset of the value in seg
+	n   int
+	val []byte // the value, while it is kept in memory
+}
+
+// store is one storage.Client: a directory of append-only segments and an
+// in-memory index from key to the segment and offset of its latest value.
+type store struct {
+	dir  string
+	opts storeOptions
+	lock *os.File
+
+	mu        sync.Mutex
+	segs      []*segment // oldest first; the last one takes writes
+	index     map[string]entry
+	liveBytes int64
+	closed    bool
+	// Recovery findings, for the logs and for tests.
+	tornTails, corruptSegments int
+}
+
+var _ storage.Client = (*store)(nil)
+
+func segName(id uint64) string { return fmt.Sprintf("%016x.seg", id) }
+
+// openStore recovers the store in dir (creating it if needed) and starts a new
+// segment for writes.
+func openStore(dir string, opts storeOptions) (*store, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("queue_storage: creating %s: %w", dir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("queue_storage: %w", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("queue_storage: %s is in use by another client or process: %w", dir, err)
+	}
+	s := &store{dir: dir, opts: opts, lock: lock, index: map[string]entry{}}
+	if err := s.recover(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	if err := s.roll(0); err != nil {
+		// On a full volume, keep writing into the newest segment's free space
+		// (recovery left the end of data at its last good record).
+		if !errors.Is(err, ErrVolumeFull) || len(s.segs) == 0 {
+			s.closeFiles()
+			return nil, err
+		}
+		s.opts.logger.Warn("queue_storage: volume full at start; writing into the newest segment's free space", zap.Error(err))
+	}
+	s.reclaim()
+	return s, nil
+}
+
+func (s *store) recover() error {
+	names, err := filepath.Glob(filepath.Join(s.dir, "*.seg"))
+	if err != nil {
+		return err
+	}
+	type found struct {
+		id   uint64
+		path string
+	}
+	var files []found
+	for _, p := range names {
+		id, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(p), ".seg"), 16, 64)
+		if err != nil {
+			continue
+		}
+		files = append(files, found{id, p})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].id < files[j].id })
+	var buf []byte
+	for i, fd := range files {
+		f, err := os.OpenFile(fd.path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("queue_storage: opening segment: %w", err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("queue_storage: %w", err)
+		}
+		seg := &segment{id: fd.id, path: fd.path, f: f, size: st.Size()}
+		s.segs = append(s.segs, seg)
+		if int64(cap(buf)) < seg.size {
+			buf = make([]byte, seg.size)
+		}
+		buf = buf[:seg.size]
+		if _, err := f.ReadAt(buf, 0); err != nil {
+			return fmt.Errorf("queue_storage: reading %s: %w", fd.path, err)
+		}
+		s.replay(seg, buf, i == len(files)-1)
+	}
+	return nil
+}
+
+// replay applies the records of one segment to the index. A bad record ends
+// the segment: at the tail of the newest segment it is a write torn by a crash
+// (never acknowledged) and is erased; anywhere else it is corruption, logged
+// with the segment and offset, and the segments around it are still used.
+func (s *store) replay(seg *segment, b []byte, newest bool) {
+	var p int64
+	for p < int64(len(b)) {
+		ops, l, err := decodeRecord(b[p:])
+		if errors.Is(err, errEndOfData) {
+			break
+		}
+		if err != nil {
+			if newest {
+				s.tornTails++
+				s.opts.logger.Warn("queue_storage: dropped a torn record at the tail of the newest segment (a crash while writing it; it was never acknowledged)",
+					zap.String("segment", seg.path), zap.Int64("offset", p), zap.Error(err))
+				// Erase its header so the next recovery reads the end of data here.
+				_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
+			} else {
+				s.corruptSegments++
+				s.opts.logger.Error("queue_storage: segment is corrupted; the records after this offset in it are lost, every other segment is recovered",
+					zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_skipped", int64(len(b))-p), zap.Error(err))
+			}
+			break
+		}
+		for _, o := range ops {
+			s.apply(seg, p, o, nil)
+		}
+		p += int64(l)
+	}
+	seg.end = p
+}
+
+// apply makes o (found in seg at record offset recOff) the latest state of its
+// key. rec, when not nil, is the record buffer a cached value may alias.
+func (s *store) apply(seg *segment, recOff int64, o op, rec []byte) {
+	if old, ok := s.index[o.key]; ok {
+		old.seg.live--
+		s.liveBytes -= int64(old.n + len(o.key))
+		if old.val != nil {
+			s.opts.cache.release(old.n)
+		}
+		delete(s.index, o.key)
+	}
+	if o.typ != opSet {
+		return
+	}
+	e := entry{seg: seg, off: recOff + int64(o.valueOff), n: len(o.value)}
+	if rec != nil && s.opts.cache.take(e.n) {
+		v := rec[o.valueOff : o.valueOff+e.n : o.valueOff+e.n]
+		if e.n < copyBelow {
+			v = append([]byte(nil), v...)
+		}
+		e.val = v
+	}
+	seg.live++
+	s.liveBytes += int64(e.n + len(o.key))
+	s.index[o.key] = e
+}
+
+// roll starts a new segment big enough for a record of need bytes plus the
+// reserve.
+func (s *store) roll(need int64) error {
+	var id uint64 = 1
+	if len(s.segs) > 0 {
+		id = s.segs[len(s.segs)-1].id + 1
+	}
+	size := max(s.opts.segmentSize, need+s.opts.reserve)
+	path := filepath.Join(s.dir, segName(id))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("queue_storage: creating segment: %w", err)
+	}
+	// Allocate the whole segment now: writes inside it cannot then fail for
+	// lack of space, and the reserve at its end stays usable on a full volume.
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		if errors.Is(err, syscall.EOPNOTSUPP) {
+			err = f.Truncate(size)
+		}
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+			if errors.Is(err, syscall.ENOSPC) {
+				return fmt.Errorf("%w: no room for a %d-byte segment in %s: %w", ErrVolumeFull, size, s.dir, err)
+			}
+			return fmt.Errorf("queue_storage: allocating %s: %w", path, err)
+		}
+	}
+	if s.opts.fsync {
+		if err := syncDir(s.dir); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	s.segs = append(s.segs, &segment{id: id, path: path, f: f, size: size})
+	return nil
+}
+
+// reclaim deletes segments that hold no live key, oldest first (a delete in a
+// newer segment must outlive the value it deletes), and copies the live values
+// of the oldest segment forward while the segments take more than twice the
+// live data plus two segments: disk use stays bounded under churn even when a
+// few old keys stay alive.
+func (s *store) reclaim() {
+	for {
+		for len(s.segs) > 1 && s.segs[0].live == 0 {
+			old := s.segs[0]
+			old.f.Close()
+			if err := os.Remove(old.path); err != nil {
+				s.opts.logger.Warn("queue_storage: removing an empty segment", zap.String("segment", old.path), zap.Error(err))
+			}
+			s.segs = s.segs[1:]
+		}
+		if len(s.segs) <= 2 || s.diskBytes() <= 2*s.liveBytes+2*s.opts.segmentSize {
+			return
+		}
+		if err := s.copyForward(s.segs[0]); err != nil {
+			s.opts.logger.Warn("queue_storage: compacting the oldest segment", zap.String("segment", s.segs[0].path), zap.Error(err))
+			return
+		}
+	}
+}
+
+func (s *store) diskBytes() int64 {
+	var n int64
+	for _, g := range s.segs {
+		n += g.size
+	}
+	return n
+}
+
+func (s *store) copyForward(seg *segment) error {
+	var ops []op
+	for k, e := range s.index {
+		if e.seg != seg {
+			continue
+		}
+		v, err := s.value(e)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op{typ: opSet, key: k, value: v})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].key < ops[j].key })
+	return s.write(ops, false)
+}
+
+func (s *store) value(e entry) ([]byte, error) {
+	if e.val != nil {
+		return e.val, nil
+	}
+	v := make([]byte, e.n)
+	if _, err := e.seg.f.ReadAt(v, e.off); err != nil {
+		return nil, fmt.Errorf("queue_storage: reading %d bytes at %d of %s: %w", e.n, e.off, e.seg.path, err)
+	}
+	return v, nil
+}
+
+// write appends one record holding ops and applies it. A record that adds a
+// key may not use the reserve at the end of a segment.
+func (s *store) write(ops []op, addsKey bool) error {
+	rec, offs := encodeRecord(nil, ops)
+	for i := range ops {
+		ops[i].valueOff = offs[i]
+	}
+	need := int64(len(rec))
+	seg := s.segs[len(s.segs)-1]
+	limit := seg.size
+	if addsKey {
+		limit -= s.opts.reserve
+	}
+	if seg.end+need > limit {
+		if err := s.roll(need); err != nil {
+			if !errors.Is(err, ErrVolumeFull) || addsKey || seg.end+need > seg.size {
+				return err
+			}
+			// No room for a new segment: an update or delete may use the reserve.
+		} else {
+			seg = s.segs[len(s.segs)-1]
+		}
+	}
+	if _, err := seg.f.WriteAt(rec, seg.end); err != nil {
+		// Erase what may have been written so recovery reads the end of data here.
+		_, _ = seg.f.WriteAt(make([]byte, headerLen), seg.end)
+		if errors.Is(err, syscall.ENOSPC) {
+			err = fmt.Errorf("%w: %w", ErrVolumeFull, err)
+		}
+		return fmt.Errorf("queue_storage: writing %s: %w", seg.path, err)
+	}
+	if s.opts.fsync {
+		if err := unix.Fdatasync(int(seg.f.Fd())); err != nil {
+			return fmt.Errorf("queue_storage: fsync %s: %w", seg.path, err)
+		}
+	}
+	for _, o := range ops {
+		s.apply(seg, seg.end, o, rec)
+	}
+	seg.end += need
+	return nil
+}
+
+// Batch applies the writes of ops as one record, atomically, and serves the
+// gets in order (a get sees the writes before it in the same batch).
+func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	var writes []op
+	addsKey := false
+	for i, o := range ops {
+		switch o.Type {
+		case storage.Get:
+			o.Value = nil
+			if w, ok := lastWrite(ops[:i], o.Key); ok {
+				if w.Type == storage.Set {
+					o.Value = w.Value
+				}
+				continue
+			}
+			if e, ok := s.index[o.Key]; ok {
+				v, err := s.value(e)
+				if err != nil {
+					return err
+				}
+				o.Value = v
+			}
+		case storage.Set:
+			if _, ok := s.index[o.Key]; !ok {
+				addsKey = true
+			}
+			writes = append(writes, op{typ: opSet, key: o.Key, value: o.Value})
+		case storage.Delete:
+			writes = append(writes, op{typ: opDelete, key: o.Key})
+		default:
+			return fmt.Errorf("queue_storage: unknown operation type %d", o.Type)
+		}
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	if err := s.write(writes, addsKey); err != nil {
+		return err
+	}
+	s.reclaim()
+	return nil
+}
+
+func lastWrite(ops []*storage.Operation, key string) (*storage.Operation, bool) {
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].Key == key && ops[i].Type != storage.Get {
+			return ops[i], true
+		}
+	}
+	return nil, false
+}
+
+func (s *store) Get(ctx context.Context, key string) ([]byte, error) {
+	o := storage.GetOperation(key)
+	err := s.Batch(ctx, o)
+	return o.Value, err
+}
+
+func (s *store) Set(ctx context.Context, key string, value []byte) error {
+	return s.Batch(ctx, storage.SetOperation(key, value))
+}
+
+func (s *store) Delete(ctx context.Context, key string) error {
+	return s.Batch(ctx, storage.DeleteOperation(key))
+}
+
+// Close releases the files. Everything written stays on disk.
+func (s *store) Close(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, e := range s.index {
+		if e.val != nil {
+			s.opts.cache.release(e.n)
+		}
+	}
+	return s.closeFiles()
+}
+
+func (s *store) closeFiles() error {
+	var errs []error
+	for _, g := range s.segs {
+		errs = append(errs, g.f.Close())
+	}
+	errs = append(errs, s.lock.Close())
+	return errors.Join(errs...)
+}
+
+// usage reports the live data and the disk the segments take.
+func (s *store) usage() (live, disk int64, segments int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.liveBytes, s.diskBytes(), len(s.segs)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("queue_storage: fsync %s: %w", dir, err)
+	}
+	return nil
+}
