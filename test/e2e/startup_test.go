@@ -1,8 +1,8 @@
 package e2e_test
 
-// The measurement the gateway's startupProbe is sized from: how long the binary
-// takes to become healthy on a ~1 GiB persistent queue, with the gateway's
-// file_storage settings (compaction on start copies the whole bbolt file before the
+// The measurement the gateway's startupProbe is sized from: how long
+// config/gateway.yaml takes to become healthy on a ~1 GiB persistent queue
+// (file_storage compacts on start, copying the whole bbolt file before the
 // exporters start, and the health endpoint answers only after that).
 
 import (
@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,91 +22,57 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
-// startupConfig: config/gateway.yaml's file_storage (compaction on start and on
-// rebound, no fsync) and its exporter's persistent byte-sized queue, in front of a
-// backend that is down, so the queue only grows.
-const startupConfig = `
-extensions:
-  health_check: {endpoint: "${env:T_HEALTH}"}
-  file_storage:
-    directory: ${env:T_QUEUE}
-    create_directory: true
-    timeout: 2s
-    fsync: false
-    compaction:
-      directory: ${env:T_QUEUE}
-      on_start: true
-      on_rebound: true
-receivers:
-  otlp:
-    protocols:
-      http: {endpoint: "${env:T_HTTP}", max_request_body_size: 8388608}
-exporters:
-  otlp_http/default:
-    endpoint: http://${env:T_DEAD}
-    sending_queue:
-      storage: file_storage
-      sizer: bytes
-      queue_size: 1610612736 # 1.5 GiB: room above the 1 GiB this test writes
-      num_consumers: 4
-      batch: {sizer: items, min_size: 2000, max_size: 2000, flush_timeout: 1s}
-    retry_on_failure: {enabled: true, initial_interval: 1s, max_interval: 30s, max_elapsed_time: 0s}
-service:
-  extensions: [health_check, file_storage]
-  telemetry:
-    metrics:
-      level: normal
-      readers:
-        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
-  pipelines:
-    logs: {receivers: [otlp], exporters: [otlp_http/default]}
-`
-
 // startupQueueBytes is the queue the measurement starts on.
 const startupQueueBytes = 1 << 30
 
-// TestStartupOnFullQueue fills a persistent queue to ~1 GiB on disk, stops the
-// collector the hard way (SIGKILL, as an OOM kill or a failed liveness probe
-// would), starts it again on the same directory and reports the time until the
-// health endpoint answers. That time must fit the gateway's startupProbe budget
-// (failureThreshold x periodSeconds) with room to spare.
+// TestStartupOnFullQueue runs config/gateway.yaml with its backend down until
+// its persistent queue holds ~1 GiB on disk, stops it the hard way (SIGKILL, as
+// an OOM kill or a failed liveness probe would), starts it again on the same
+// directory and reports the time until the health endpoint answers. That time
+// must fit the gateway's startupProbe budget (failureThreshold x periodSeconds)
+// twice over; nothing queued may be lost on the way.
 func TestStartupOnFullQueue(t *testing.T) {
-	queueDir := t.TempDir()
-	httpAddr, healthAddr, dead, metricsPort := e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreePort(t)
-	env := []string{"T_QUEUE=" + queueDir, "T_HTTP=" + httpAddr, "T_HEALTH=" + healthAddr, "T_DEAD=" + dead,
-		"T_METRICS_PORT=" + strconv.Itoa(metricsPort)}
-	config := e2e.WriteConfig(t, startupConfig)
+	gw := e2e.NewGateway(t, e2e.GatewayOptions{
+		// The backend is down for the whole test: the queue only grows.
+		BackendURL: "https://" + e2e.FreeAddr(t),
+		Backend:    e2e.NewBackendTLS(t, "default"),
+		// 1.5 GiB per signal: room above the 1 GiB written (the gateway's default
+		// bound is 512 MiB).
+		Env: []string{"OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=1610612736"},
+	})
+	start := func(wait bool) *e2e.Collector {
+		return e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: gw.Args, NoWait: !wait, ReadyTimeout: 90 * time.Second})
+	}
 
-	c := e2e.Start(t, "", e2e.Options{Env: env, Args: []string{"--config", config}})
+	c := start(true)
 	fillStart := time.Now()
-	fillQueue(t, "http://"+httpAddr, queueDir, startupQueueBytes)
+	fillQueue(t, gw.HTTPURL, gw.QueueDir, startupQueueBytes)
 	fill := time.Since(fillStart)
-	queued := e2e.LogQueueBytes(fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	// The persistent queue writes each item before the receiver answers; give
+	// the exporters' in-flight reads a moment to be counted, then crash.
+	queued := e2e.LogQueueBytes(gw.MetricsAddr)
 	if err := c.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Wait(30 * time.Second); err == nil {
-		t.Log("collector exited")
-	}
-	onDisk := e2e.DirBytes(queueDir)
+	_, _ = c.Wait(30 * time.Second)
+	onDisk := e2e.DirBytes(gw.QueueDir)
 
-	start := time.Now()
-	c2 := e2e.Start(t, "", e2e.Options{Env: env, Args: []string{"--config", config}, NoWait: true})
 	budget := startupProbeBudget(t)
-	e2e.WaitHTTP(t, "http://"+healthAddr+"/", http.StatusOK, budget)
-	healthy := time.Since(start)
-	after := e2e.LogQueueBytes(fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	restart := time.Now()
+	start(false)
+	e2e.WaitHTTP(t, "http://"+gw.HealthAddr+"/", http.StatusOK, budget)
+	healthy := time.Since(restart)
+	after := e2e.LogQueueBytes(gw.MetricsAddr)
 
-	t.Logf("queue: %.0f MiB queued (%.0f MiB in bbolt on disk), written in %s; after restart the queue holds %.0f MiB",
+	t.Logf("queue: %.0f MiB queued (%.0f MiB on disk), written in %s; after the restart the queue holds %.0f MiB",
 		queued/(1<<20), e2e.MiB(onDisk), fill.Round(time.Second), after/(1<<20))
 	t.Logf("time to healthy on that queue: %s (startupProbe budget %s)", healthy.Round(100*time.Millisecond), budget)
-	if after < queued*0.9 {
-		t.Errorf("after the restart the queue holds %.0f MiB of the %.0f MiB written: data was lost", after/(1<<20), queued/(1<<20))
+	if after < queued*0.99 {
+		t.Errorf("after the restart the queue holds %.0f MiB of the %.0f MiB queued before the crash", after/(1<<20), queued/(1<<20))
 	}
 	if healthy > budget/2 {
 		t.Errorf("healthy after %s: the startupProbe budget %s leaves less than 2x headroom; raise its failureThreshold", healthy, budget)
 	}
-	_ = c2
 }
 
 // fillQueue sends 4 MiB log requests from four clients until the queue directory
