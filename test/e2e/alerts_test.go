@@ -75,6 +75,9 @@ service:
     metrics: {receivers: [otlp], processors: [federation_types], exporters: [otlp_http/default]}
 `
 
+// promql parses expressions and series the way Prometheus does.
+var promql = parser.NewParser(parser.Options{})
+
 // scrapeLabels are added by the ServiceMonitor's scrape, not by the binary.
 var scrapeLabels = map[string]bool{"job": true, "instance": true, "namespace": true, "pod": true, "service": true, "endpoint": true, "container": true}
 
@@ -96,7 +99,7 @@ func TestAlertRules(t *testing.T) {
 
 	tests := promtoolTests(t)
 	for _, s := range tests.inputSeries {
-		m, err := parser.ParseMetric(s)
+		m, err := promql.ParseMetric(s)
 		if err != nil {
 			t.Fatalf("promtool test input series %q: %v", s, err)
 		}
@@ -198,7 +201,7 @@ func scrapeFamilies(t *testing.T, url string) map[string]map[string]bool {
 			continue
 		}
 		series := line[:strings.LastIndexByte(line, ' ')]
-		m, err := parser.ParseMetric(series)
+		m, err := promql.ParseMetric(series)
 		if err != nil {
 			t.Fatalf("metrics endpoint line %q: %v", line, err)
 		}
@@ -284,7 +287,7 @@ func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
 // label it matches on or groups by, against what the binary serves.
 func checkNamesServed(t *testing.T, what, expr string, served map[string]map[string]bool) {
 	t.Helper()
-	e, err := parser.ParseExpr(expr)
+	e, err := promql.ParseExpr(expr)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
