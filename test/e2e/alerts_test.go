@@ -23,6 +23,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
@@ -31,8 +33,9 @@ import (
 
 // alertsSourceConfig makes the binary produce every series the alerts read: a
 // persistent byte-sized queue in front of an unreachable backend (queue size and
-// capacity, send failures), certwatch on that exporter (certificate expiry), a
-// memory_limiter that refuses everything (its own refusals and the receiver's),
+// capacity, send failures, for each signal), certwatch on that exporter
+// (certificate expiry), a memory_limiter that refuses everything behind a second
+// receiver (its own refusals and the receiver's),
 // and federation_types against an unreachable Prometheus (metadata age). The
 // telemetry settings are the gateway's (level normal, a pull reader).
 const alertsSourceConfig = `
@@ -71,8 +74,11 @@ service:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
   pipelines:
     logs: {receivers: [otlp], exporters: [otlp_http/default]}
-    logs/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
     metrics: {receivers: [otlp], processors: [federation_types], exporters: [otlp_http/default]}
+    traces: {receivers: [otlp], exporters: [otlp_http/default]}
+    logs/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
+    metrics/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
+    traces/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
 `
 
 // promql parses expressions and series the way Prometheus does.
@@ -90,9 +96,13 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool (Debian's prometheus package, `make test-deps`) is not on PATH: %v", err)
 	}
-	served := servedSeries(t)
-
 	rules, alerts := ruleFileFromPrometheusRule(t)
+	var want []string
+	for _, a := range alerts {
+		want = append(want, selectorNames(t, a.expr)...)
+	}
+	served := servedSeries(t, want)
+
 	for _, a := range alerts {
 		checkNamesServed(t, "alert "+a.name, a.expr, served)
 	}
@@ -129,9 +139,9 @@ func TestAlertRules(t *testing.T) {
 	}
 }
 
-// servedSeries runs the binary until its metrics endpoint serves every family the
-// rules could need, and returns metric name -> label names seen on it.
-func servedSeries(t *testing.T) map[string]map[string]bool {
+// servedSeries runs the binary until its metrics endpoint serves every family in
+// want, and returns metric name -> label names seen on it.
+func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
 	t.Helper()
 	certs := filepath.Join(t.TempDir(), "certs")
 	ca := testcerts.NewCA(t, "alerts-ca")
@@ -142,46 +152,30 @@ func servedSeries(t *testing.T) map[string]map[string]bool {
 		"T_DEAD=" + dead, "T_METRICS_PORT=" + strconv.Itoa(metricsPort),
 	}})
 
-	want := []string{
-		"otelcol_exporter_queue_size", "otelcol_exporter_queue_capacity",
-		"otelcol_exporter_send_failed_log_records", "otelcol_exporter_send_failed_metric_points",
-		"otelcol_receiver_refused_log_records", "otelcol_processor_memory_limiter_refused_log_records",
-		"otelcol_certwatch_certificate_not_after", "otelcol_processor_federation_types_metadata_age",
-	}
 	ctx := context.Background()
-	logs := e2e.NewHTTPClient("http://"+httpAddr, nil)
-	limited := e2e.NewHTTPClient("http://"+limitedAddr, nil)
-	metrics := otlpMetricsBody(t)
+	metrics, traces := otlpMetricsBody(t), otlpTracesBody(t)
 	var served map[string]map[string]bool
 	var missing []string
 	ok := e2e.WaitFor(90*time.Second, func() bool {
 		// Refusals and send failures only exist once something was refused or failed.
-		_ = logs.SendLogs(ctx, e2e.FluentBitLogs(10, 0), e2e.Encoding{})
-		_ = limited.SendLogs(ctx, e2e.FluentBitLogs(10, 0), e2e.Encoding{})
-		_, _, _ = logs.Post(ctx, "/v1/metrics", metrics, "application/x-protobuf", "")
+		for _, addr := range []string{httpAddr, limitedAddr} {
+			c := e2e.NewHTTPClient("http://"+addr, nil)
+			_ = c.SendLogs(ctx, e2e.FluentBitLogs(10, 0), e2e.Encoding{})
+			_, _, _ = c.Post(ctx, "/v1/metrics", metrics, "application/x-protobuf", "")
+			_, _, _ = c.Post(ctx, "/v1/traces", traces, "application/x-protobuf", "")
+		}
 		served, missing = scrapeFamilies(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)), nil
 		for _, w := range want {
-			if !hasFamily(served, w) {
+			if _, ok := served[w]; !ok {
 				missing = append(missing, w)
 			}
 		}
 		return len(missing) == 0
 	})
 	if !ok {
-		t.Fatalf("after 90s the metrics endpoint still lacks %v; it serves:\n%s", missing, strings.Join(sortedKeys(served), "\n"))
+		t.Fatalf("after 90s the metrics endpoint still lacks %v, which the alerts read; it serves:\n%s", missing, strings.Join(sortedKeys(served), "\n"))
 	}
 	return served
-}
-
-// hasFamily: name is served as is, or with the suffixes the Prometheus exporter
-// adds (_total for counters, a unit such as _seconds).
-func hasFamily(served map[string]map[string]bool, prefix string) bool {
-	for n := range served {
-		if n == prefix || strings.HasPrefix(n, prefix+"_") {
-			return true
-		}
-	}
-	return false
 }
 
 func scrapeFamilies(t *testing.T, url string) map[string]map[string]bool {
@@ -231,6 +225,37 @@ func otlpMetricsBody(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return body
+}
+
+func otlpTracesBody(t *testing.T) []byte {
+	t.Helper()
+	td := ptrace.NewTraces()
+	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.SetName("alerts")
+	span.SetTraceID([16]byte{1})
+	span.SetSpanID([8]byte{1})
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// selectorNames are the metric names expr reads.
+func selectorNames(t *testing.T, expr string) []string {
+	t.Helper()
+	e, err := promql.ParseExpr(expr)
+	if err != nil {
+		t.Fatalf("%q: %v", expr, err)
+	}
+	var names []string
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok && vs.Name != "" {
+			names = append(names, vs.Name)
+		}
+		return nil
+	})
+	return names
 }
 
 type alertRule struct{ name, expr string }
