@@ -75,7 +75,7 @@ bench: build
 
 ## cross: bin/<os>_<arch>/otelcol-relay for every platform of the image, each with its
 ## SBOM beside it (CycloneDX, from the module graph recorded in the binary, by the
-## pinned cyclonedx-gomod Go tool). The host's is a copy of `make build`'s (same flags);
+## pinned cyclonedx-gomod Go tool; no serial or timestamp, so it is reproducible). The host's is a copy of `make build`'s (same flags);
 ## another architecture compiles everything once (~5 min cold), then hits the cache.
 cross: build
 	@set -e; for p in $(PLATFORMS); do \
@@ -86,12 +86,12 @@ cross: build
 			echo "build $$p -> $$out/otelcol-relay"; \
 			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/otelcol-relay ./cmd/otelcol-relay; \
 		fi; \
-		$(GO) tool cyclonedx-gomod bin -json -version $(VERSION) -output $$out/otelcol-relay.cdx.json $$out/otelcol-relay 2>/dev/null; \
+		$(GO) tool cyclonedx-gomod bin -json -noserial -notimestamp -version $(VERSION) -output $$out/otelcol-relay.cdx.json $$out/otelcol-relay 2>/dev/null; \
 	done
 
 ## sbom: bin/otelcol-relay.cdx.json for the host binary.
 sbom: build
-	$(GO) tool cyclonedx-gomod bin -json -version $(VERSION) -output $(BIN)/otelcol-relay.cdx.json $(RELAY) 2>/dev/null
+	$(GO) tool cyclonedx-gomod bin -json -noserial -notimestamp -version $(VERSION) -output $(BIN)/otelcol-relay.cdx.json $(RELAY) 2>/dev/null
 
 ## image: a FROM scratch image for each of PLATFORMS around the cross-compiled
 ## binaries, as one manifest list $(IMAGE) (nothing is pulled); also tagged
