@@ -102,6 +102,9 @@ func TestAlertRules(t *testing.T) {
 		want = append(want, selectorNames(t, a.expr)...)
 	}
 	served := servedSeries(t, want)
+	for _, name := range want {
+		t.Logf("served: %s %v", name, sortedKeys(served[name]))
+	}
 
 	for _, a := range alerts {
 		checkNamesServed(t, "alert "+a.name, a.expr, served)
