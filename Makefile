@@ -101,8 +101,8 @@ image: cross
 	@test -n "$(CONTAINER)" || { echo "make image needs podman or docker" >&2; exit 1; }
 	./hack/ca-bundle.sh $(BIN)/ca-certificates.crt
 ifneq ($(findstring podman,$(CONTAINER)),)
-	-$(CONTAINER) $(CONTAINER_FLAGS) manifest rm $(IMAGE) >/dev/null 2>&1
-	-$(CONTAINER) $(CONTAINER_FLAGS) rmi $(IMAGE) >/dev/null 2>&1
+	@$(CONTAINER) $(CONTAINER_FLAGS) manifest rm $(IMAGE) >/dev/null 2>&1 || true
+	@$(CONTAINER) $(CONTAINER_FLAGS) rmi $(IMAGE) >/dev/null 2>&1 || true
 	$(CONTAINER) $(CONTAINER_FLAGS) manifest create $(IMAGE)
 	@set -e; for p in $(PLATFORMS); do \
 		$(CONTAINER) $(CONTAINER_FLAGS) build --quiet --platform $$p --manifest $(IMAGE) --timestamp $(SOURCE_DATE_EPOCH) \

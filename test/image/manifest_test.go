@@ -80,6 +80,12 @@ func TestImageManifestList(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s is not in the manifest list %s", p, e.image)
 			}
+			// The list names each image by its manifest digest: repository@digest.
+			repo := e.image
+			if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+				repo = repo[:i]
+			}
+			digest = repo + "@" + digest
 			dir := t.TempDir()
 			e.copyOut(t, digest, map[string]string{
 				"/otelcol-relay":                     filepath.Join(dir, "otelcol-relay"),
