@@ -12,10 +12,22 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 # podman or docker, whichever is present.
 CONTAINER ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
-IMAGE     ?= localhost/otelcol-relay:$(subst +,_,$(VERSION))
+# runc, not crun: crun fails here on hybrid cgroups and rlimits.
+CONTAINER_FLAGS ?= $(if $(findstring podman,$(CONTAINER)),--runtime runc)
+IMAGE_REPO ?= localhost/otelcol-relay
+IMAGE     ?= $(IMAGE_REPO):$(subst +,_,$(VERSION))
+# `latest` moves only when HEAD is exactly a clean release tag.
+RELEASE_TAG := $(shell git describe --tags --match 'v*' --exact-match --dirty 2>/dev/null | grep -v -- '-dirty$$')
+# The architectures of the image's manifest list; the binaries are cross-compiled
+# (CGO_ENABLED=0) and the Dockerfile has no RUN step, so nothing is emulated.
+PLATFORMS ?= linux/amd64 linux/arm64
+HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
+# File times and the creation date in the image come from the commit, not the
+# clock, so the same commit gives the same image content on any host.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 TEST_TIMEOUT ?= 60m
 
-.PHONY: build generate check-generate run test test-deps unit vet bench image test-image clean
+.PHONY: build generate check-generate run test test-deps unit vet bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -61,16 +73,54 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./components/...
 	@if [ -d bench ]; then OTELCOL_RELAY_BIN=$(RELAY) $(GO) run ./bench; fi
 
-## image: a FROM scratch image around bin/otelcol-relay (nothing is pulled).
-image: build
-	@test -n "$(CONTAINER)" || { echo "make image needs podman or docker" >&2; exit 1; }
-	cp /etc/ssl/certs/ca-certificates.crt $(BIN)/ca-certificates.crt
-	$(CONTAINER) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) -f Dockerfile .
+## cross: bin/<os>_<arch>/otelcol-relay for every platform of the image, each with its
+## SBOM beside it (CycloneDX, from the module graph recorded in the binary, by the
+## pinned cyclonedx-gomod Go tool; no serial or timestamp, so it is reproducible). The host's is a copy of `make build`'s (same flags);
+## another architecture compiles everything once (~5 min cold), then hits the cache.
+cross: build
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; out=$(BIN)/$${os}_$${arch}; mkdir -p $$out; \
+		if [ "$$p" = "$(HOST_PLATFORM)" ]; then \
+			cp $(RELAY) $$out/otelcol-relay; \
+		else \
+			echo "build $$p -> $$out/otelcol-relay"; \
+			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out/otelcol-relay ./cmd/otelcol-relay; \
+		fi; \
+		$(GO) tool cyclonedx-gomod bin -json -noserial -notimestamp -version $(VERSION) -output $$out/otelcol-relay.cdx.json $$out/otelcol-relay 2>/dev/null; \
+	done
 
-## test-image: run the image under a 512 MiB limit with a read-only root and check it works.
+## sbom: bin/otelcol-relay.cdx.json for the host binary.
+sbom: build
+	$(GO) tool cyclonedx-gomod bin -json -noserial -notimestamp -version $(VERSION) -output $(BIN)/otelcol-relay.cdx.json $(RELAY) 2>/dev/null
+
+## image: a FROM scratch image for each of PLATFORMS around the cross-compiled
+## binaries, as one manifest list $(IMAGE) (nothing is pulled); also tagged
+## $(IMAGE_REPO):latest when HEAD is a release tag. The CA bundle comes from Debian's
+## ca-certificates at the version pinned in hack/ca-bundle.sh, not from this host.
+image: cross
+	@test -n "$(CONTAINER)" || { echo "make image needs podman or docker" >&2; exit 1; }
+	./hack/ca-bundle.sh $(BIN)/ca-certificates.crt
+ifneq ($(findstring podman,$(CONTAINER)),)
+	@$(CONTAINER) $(CONTAINER_FLAGS) manifest rm $(IMAGE) >/dev/null 2>&1 || true
+	@$(CONTAINER) $(CONTAINER_FLAGS) rmi $(IMAGE) >/dev/null 2>&1 || true
+	$(CONTAINER) $(CONTAINER_FLAGS) manifest create $(IMAGE)
+	@set -e; for p in $(PLATFORMS); do \
+		$(CONTAINER) $(CONTAINER_FLAGS) build --quiet --platform $$p --manifest $(IMAGE) --timestamp $(SOURCE_DATE_EPOCH) \
+			--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -f Dockerfile . ; \
+	done
+	$(if $(RELEASE_TAG),$(CONTAINER) $(CONTAINER_FLAGS) tag $(IMAGE) $(IMAGE_REPO):latest)
+else
+	@echo "make image: $(CONTAINER) builds the host's architecture only (a manifest list needs podman)" >&2
+	$(CONTAINER) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) -f Dockerfile .
+endif
+
+## test-image: run the image (the host's architecture from the manifest list) under a
+## 512 MiB limit with a read-only root and check it works; inspect the manifest list:
+## every platform present, its binary built for it, its SBOM and CA bundle.
 test-image: image
 	OTELCOL_RELAY_BIN=$(RELAY) RELAY_IMAGE=$(IMAGE) RELAY_CONTAINER=$(CONTAINER) \
+		RELAY_PLATFORMS="$(PLATFORMS)" RELAY_VERSION=$(VERSION) \
 		$(GO) test -tags image -count=1 -timeout 15m -v ./test/image/
 
 clean:
-	rm -rf $(BIN)/otelcol-relay $(BIN)/ca-certificates.crt
+	rm -rf $(BIN)/otelcol-relay $(BIN)/otelcol-relay.cdx.json $(BIN)/ca-certificates.crt $(foreach p,$(PLATFORMS),$(BIN)/$(subst /,_,$(p)))

@@ -1,0 +1,433 @@
+package e2e_test
+
+// Proof for deploy/components/alerts: every metric name and label the rules read is
+// one the built binary actually serves on its metrics endpoint (scraped here, not
+// remembered), the promtool unit tests feed the rules series of exactly those names,
+// and `promtool test rules` passes with a firing case for every alert.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+)
+
+// alertsSourceConfig makes the binary produce every series the alerts read: a
+// persistent byte-sized queue in front of an unreachable backend (queue size and
+// capacity, send failures, for each signal), certwatch on that exporter
+// (certificate expiry), a memory_limiter that refuses everything behind a second
+// receiver (its own refusals and the receiver's),
+// and federation_types against an unreachable Prometheus (metadata age). The
+// telemetry settings are the gateway's (level normal, a pull reader).
+const alertsSourceConfig = `
+extensions:
+  file_storage:
+    directory: ${env:T_QUEUE}
+  certwatch/default:
+    ca_file: ${env:T_CERTS}/ca.crt
+    cert_file: ${env:T_CERTS}/tls.crt
+    key_file: ${env:T_CERTS}/tls.key
+receivers:
+  otlp:
+    protocols: {http: {endpoint: "${env:T_HTTP}"}}
+  otlp/limited:
+    protocols: {http: {endpoint: "${env:T_HTTP_LIMITED}"}}
+processors:
+  memory_limiter:
+    check_interval: 100ms
+    limit_mib: 2
+    spike_limit_mib: 1
+  federation_types:
+    endpoint: http://${env:T_DEAD}
+    refresh_interval: 5m
+exporters:
+  otlp_http/default:
+    endpoint: https://${env:T_DEAD}
+    middlewares: [{id: certwatch/default}]
+    sending_queue: {storage: file_storage, sizer: bytes, queue_size: 67108864}
+    retry_on_failure: {enabled: false}
+service:
+  extensions: [file_storage, certwatch/default]
+  telemetry:
+    metrics:
+      level: normal
+      readers:
+        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
+  pipelines:
+    logs: {receivers: [otlp], exporters: [otlp_http/default]}
+    metrics: {receivers: [otlp], processors: [federation_types], exporters: [otlp_http/default]}
+    traces: {receivers: [otlp], exporters: [otlp_http/default]}
+    logs/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
+    metrics/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
+    traces/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
+`
+
+// promql parses expressions and series the way Prometheus does.
+var promql = parser.NewParser(parser.Options{})
+
+// scrapeLabels are added by the ServiceMonitor's scrape, not by the binary.
+var scrapeLabels = map[string]bool{"job": true, "instance": true, "namespace": true, "pod": true, "service": true, "endpoint": true, "container": true}
+
+func alertsDir(parts ...string) string {
+	return deployDir(append([]string{"components", "alerts"}, parts...)...)
+}
+
+func TestAlertRules(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool (Debian's prometheus package, `make test-deps`) is not on PATH: %v", err)
+	}
+	rules, alerts := ruleFileFromPrometheusRule(t)
+	var want []string
+	for _, a := range alerts {
+		want = append(want, selectorNames(t, a.expr)...)
+	}
+	served := servedSeries(t, want)
+	for _, name := range want {
+		t.Logf("served: %s %v", name, sortedKeys(served[name]))
+	}
+
+	for _, a := range alerts {
+		checkNamesServed(t, "alert "+a.name, a.expr, served)
+	}
+
+	tests := promtoolTests(t)
+	for _, s := range tests.inputSeries {
+		m, err := promql.ParseMetric(s)
+		if err != nil {
+			t.Fatalf("promtool test input series %q: %v", s, err)
+		}
+		checkLabelsServed(t, "promtool input series "+s, m, served)
+	}
+	for _, a := range alerts {
+		if !tests.firing[a.name] {
+			t.Errorf("alert %s has no promtool test case in which it fires", a.name)
+		}
+	}
+
+	dir := t.TempDir()
+	rulesFile := filepath.Join(dir, "rules.yaml")
+	testcerts.WriteFile(t, rulesFile, rules)
+	testFile := filepath.Join(dir, "rules_test.yaml")
+	raw, err := os.ReadFile(alertsDir("rules_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testcerts.WriteFile(t, testFile, raw)
+	for _, args := range [][]string{{"check", "rules", rulesFile}, {"test", "rules", testFile}} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
+	}
+}
+
+// servedSeries runs the binary until its metrics endpoint serves every family in
+// want, and returns metric name -> label names seen on it.
+func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
+	t.Helper()
+	certs := filepath.Join(t.TempDir(), "certs")
+	ca := testcerts.NewCA(t, "alerts-ca")
+	testcerts.AtomicWrite(t, certs, certFiles(ca.CertPEM, ca.Client(t, testcerts.Options{CommonName: "relay"})))
+	httpAddr, limitedAddr, dead, metricsPort := e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreePort(t)
+	e2e.Start(t, alertsSourceConfig, e2e.Options{Env: []string{
+		"T_QUEUE=" + t.TempDir(), "T_CERTS=" + certs, "T_HTTP=" + httpAddr, "T_HTTP_LIMITED=" + limitedAddr,
+		"T_DEAD=" + dead, "T_METRICS_PORT=" + strconv.Itoa(metricsPort),
+	}})
+
+	ctx := context.Background()
+	metrics, traces := otlpMetricsBody(t), otlpTracesBody(t)
+	var served map[string]map[string]bool
+	var missing []string
+	ok := e2e.WaitFor(90*time.Second, func() bool {
+		// Refusals and send failures only exist once something was refused or failed.
+		for _, addr := range []string{httpAddr, limitedAddr} {
+			c := e2e.NewHTTPClient("http://"+addr, nil)
+			_ = c.SendLogs(ctx, e2e.FluentBitLogs(10, 0), e2e.Encoding{})
+			_, _, _ = c.Post(ctx, "/v1/metrics", metrics, "application/x-protobuf", "")
+			_, _, _ = c.Post(ctx, "/v1/traces", traces, "application/x-protobuf", "")
+		}
+		served, missing = scrapeFamilies(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)), nil
+		for _, w := range want {
+			if _, ok := served[w]; !ok {
+				missing = append(missing, w)
+			}
+		}
+		return len(missing) == 0
+	})
+	if !ok {
+		t.Fatalf("after 90s the metrics endpoint still lacks %v, which the alerts read; it serves:\n%s", missing, strings.Join(sortedKeys(served), "\n"))
+	}
+	return served
+}
+
+func scrapeFamilies(t *testing.T, url string) map[string]map[string]bool {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	out := map[string]map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series := line[:strings.LastIndexByte(line, ' ')]
+		m, err := promql.ParseMetric(series)
+		if err != nil {
+			t.Fatalf("metrics endpoint line %q: %v", line, err)
+		}
+		name := m.Get(labels.MetricName)
+		if out[name] == nil {
+			out[name] = map[string]bool{}
+		}
+		m.Range(func(l labels.Label) {
+			if l.Name != labels.MetricName {
+				out[name][l.Name] = true
+			}
+		})
+	}
+	return out
+}
+
+func otlpMetricsBody(t *testing.T) []byte {
+	t.Helper()
+	md := pmetric.NewMetrics()
+	m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName("up")
+	dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+	dp.SetDoubleValue(1)
+	dp.SetTimestamp(1)
+	body, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func otlpTracesBody(t *testing.T) []byte {
+	t.Helper()
+	td := ptrace.NewTraces()
+	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.SetName("alerts")
+	span.SetTraceID([16]byte{1})
+	span.SetSpanID([8]byte{1})
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// selectorNames are the metric names expr reads.
+func selectorNames(t *testing.T, expr string) []string {
+	t.Helper()
+	e, err := promql.ParseExpr(expr)
+	if err != nil {
+		t.Fatalf("%q: %v", expr, err)
+	}
+	var names []string
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok && vs.Name != "" {
+			names = append(names, vs.Name)
+		}
+		return nil
+	})
+	return names
+}
+
+type alertRule struct{ name, expr string }
+
+// ruleFileFromPrometheusRule reads the component's PrometheusRule and returns its
+// spec as a plain Prometheus rule file (what promtool reads) and its alerts.
+func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
+	t.Helper()
+	raw, err := os.ReadFile(alertsDir("prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pr struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Groups []struct {
+				Name  string `json:"name"`
+				Rules []struct {
+					Alert string `json:"alert"`
+					Expr  string `json:"expr"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.Kind != "PrometheusRule" {
+		t.Fatalf("prometheusrule.yaml is a %q", pr.Kind)
+	}
+	var alerts []alertRule
+	for _, g := range pr.Spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				alerts = append(alerts, alertRule{r.Alert, r.Expr})
+			}
+		}
+	}
+	if len(alerts) == 0 {
+		t.Fatal("prometheusrule.yaml has no alerts")
+	}
+	var spec map[string]any
+	if err := yaml.Unmarshal(raw, &spec); err != nil {
+		t.Fatal(err)
+	}
+	out, err := yaml.Marshal(spec["spec"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, alerts
+}
+
+// checkNamesServed parses expr and checks each selector's metric name, and each
+// label it matches on or groups by, against what the binary serves.
+func checkNamesServed(t *testing.T, what, expr string, served map[string]map[string]bool) {
+	t.Helper()
+	e, err := promql.ParseExpr(expr)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	var names []string
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			if vs.Name == "" {
+				t.Errorf("%s: selector %s has no metric name", what, vs)
+				return nil
+			}
+			names = append(names, vs.Name)
+			lbls, found := served[vs.Name]
+			if !found {
+				t.Errorf("%s reads %s, which the binary does not serve", what, vs.Name)
+				return nil
+			}
+			for _, m := range vs.LabelMatchers {
+				if m.Name != labels.MetricName && !lbls[m.Name] && !scrapeLabels[m.Name] {
+					t.Errorf("%s matches label %s on %s, which has labels %v", what, m.Name, vs.Name, sortedKeys(lbls))
+				}
+			}
+		}
+		return nil
+	})
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if agg, ok := n.(*parser.AggregateExpr); ok && !agg.Without {
+			for _, l := range agg.Grouping {
+				if scrapeLabels[l] {
+					continue
+				}
+				for _, name := range names {
+					if !served[name][l] {
+						t.Errorf("%s groups by %s, which %s does not carry (it has %v)", what, l, name, sortedKeys(served[name]))
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func checkLabelsServed(t *testing.T, what string, m labels.Labels, served map[string]map[string]bool) {
+	t.Helper()
+	name := m.Get(labels.MetricName)
+	lbls, ok := served[name]
+	if !ok {
+		t.Errorf("%s: the binary does not serve %s", what, name)
+		return
+	}
+	m.Range(func(l labels.Label) {
+		if l.Name != labels.MetricName && !lbls[l.Name] && !scrapeLabels[l.Name] {
+			t.Errorf("%s: label %s is not on the served %s (it has %v)", what, l.Name, name, sortedKeys(lbls))
+		}
+	})
+	for l := range lbls {
+		if !m.Has(l) && l != "otel_scope_name" && l != "otel_scope_version" && !strings.HasPrefix(l, "otel_scope_") {
+			t.Errorf("%s lacks label %s that the served %s carries", what, l, name)
+		}
+	}
+}
+
+type promtoolTestFile struct {
+	inputSeries []string
+	firing      map[string]bool
+}
+
+func promtoolTests(t *testing.T) promtoolTestFile {
+	t.Helper()
+	raw, err := os.ReadFile(alertsDir("rules_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		RuleFiles []string `json:"rule_files"`
+		Tests     []struct {
+			InputSeries []struct {
+				Series string `json:"series"`
+			} `json:"input_series"`
+			AlertRuleTests []struct {
+				Alertname string           `json:"alertname"`
+				ExpAlerts []map[string]any `json:"exp_alerts"`
+			} `json:"alert_rule_test"`
+		} `json:"tests"`
+	}
+	if err := yaml.UnmarshalStrict(raw, &f); err != nil {
+		// promtool's format has more fields than read here; only decoding matters.
+		if err := yaml.Unmarshal(raw, &f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.RuleFiles) != 1 || f.RuleFiles[0] != "rules.yaml" {
+		t.Fatalf("rules_test.yaml must read rule_files: [rules.yaml] (the test writes the PrometheusRule's spec there), has %v", f.RuleFiles)
+	}
+	out := promtoolTestFile{firing: map[string]bool{}}
+	for _, tc := range f.Tests {
+		for _, s := range tc.InputSeries {
+			out.inputSeries = append(out.inputSeries, s.Series)
+		}
+		for _, a := range tc.AlertRuleTests {
+			if len(a.ExpAlerts) > 0 {
+				out.firing[a.Alertname] = true
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,387 @@
+package e2e_test
+
+// Proof for deploy/components/cert-manager, deploy/components/alerts and
+// deploy/overlays/platform: applied server-side to a real kube-apiserver that has
+// the real CRDs (cert-manager's and trust-manager's from their Go modules,
+// prometheus-operator's PrometheusRule from its module), so the API server's
+// schema validation checks every field; and the Secrets and ConfigMap the pods
+// mount are the ones cert-manager and trust-manager write.
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+)
+
+// The modules the CRDs are read from, and the files in them. Fetched with
+// `go mod download` into the shared module cache, in a throwaway module so the
+// project's go.mod never changes.
+var crdSources = []struct{ module, glob string }{
+	{"github.com/cert-manager/cert-manager@v1.21.2", "deploy/crds/*.yaml"},
+	{"github.com/cert-manager/trust-manager@v0.25.0", "deploy/crds/trust.cert-manager.io_bundles.yaml"},
+	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_*monitors.yaml"},
+	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"},
+}
+
+// moduleDir downloads module@version into the module cache and returns its directory.
+func moduleDir(t *testing.T, modVersion string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module crdfetch\n\ngo 1.26\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v\n%s", modVersion, err, out)
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+		t.Fatalf("go mod download %s: %v %s\n%s", modVersion, err, info.Error, out)
+	}
+	return info.Dir
+}
+
+func installCRDs(t *testing.T, k *e2e.Kube) {
+	t.Helper()
+	var names []string
+	for _, s := range crdSources {
+		files, err := filepath.Glob(filepath.Join(moduleDir(t, s.module), s.glob))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s has no %s (%v)", s.module, s.glob, err)
+		}
+		for _, f := range files {
+			k.MustKubectl(t, "apply", "--server-side", "-f", f)
+			var crd struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			}
+			raw, _ := os.ReadFile(f)
+			if err := yaml.Unmarshal(raw, &crd); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			names = append(names, "crd/"+crd.Metadata.Name)
+		}
+	}
+	k.MustKubectl(t, append([]string{"wait", "--for=condition=Established", "--timeout=120s"}, names...)...)
+}
+
+// The fields of cert-manager's and trust-manager's objects these tests read.
+type cmCertificate struct {
+	Metadata struct{ Name, Namespace string } `json:"metadata"`
+	Spec     struct {
+		SecretName string                      `json:"secretName"`
+		IsCA       bool                        `json:"isCA"`
+		DNSNames   []string                    `json:"dnsNames"`
+		Usages     []string                    `json:"usages"`
+		IssuerRef  struct{ Kind, Name string } `json:"issuerRef"`
+	} `json:"spec"`
+}
+
+type cmClusterIssuer struct {
+	CA *struct {
+		SecretName string `json:"secretName"`
+	} `json:"ca"`
+	SelfSigned *struct{} `json:"selfSigned"`
+}
+
+type matchExpression struct {
+	Key, Operator string
+	Values        []string
+}
+
+type tmBundle struct {
+	Target struct {
+		ConfigMap         struct{ Key string } `json:"configMap"`
+		NamespaceSelector struct {
+			MatchExpressions []matchExpression `json:"matchExpressions"`
+		} `json:"namespaceSelector"`
+	} `json:"target"`
+}
+
+// certManagerObjects are the cert-manager and trust-manager objects of a rendering.
+type certManagerObjects struct {
+	certificates   []cmCertificate
+	clusterIssuers map[string]cmClusterIssuer
+	bundles        map[string]tmBundle
+	sts            []appsv1.StatefulSet
+	ds             []appsv1.DaemonSet
+}
+
+func renderCertManager(t *testing.T, dir string) certManagerObjects {
+	t.Helper()
+	out, err := execOutput("kubectl", "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	r := certManagerObjects{clusterIssuers: map[string]cmClusterIssuer{}, bundles: map[string]tmBundle{}}
+	for _, doc := range strings.Split(out, "\n---\n") {
+		var head struct {
+			Kind     string `json:"kind"`
+			Metadata struct{ Name, Namespace string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatal(err)
+		}
+		switch head.Kind {
+		case "Certificate":
+			var c cmCertificate
+			mustUnmarshalLoose(t, doc, &c)
+			r.certificates = append(r.certificates, c)
+		case "ClusterIssuer":
+			var ci struct {
+				Spec cmClusterIssuer `json:"spec"`
+			}
+			mustUnmarshalLoose(t, doc, &ci)
+			r.clusterIssuers[head.Metadata.Name] = ci.Spec
+		case "Bundle":
+			var b struct {
+				Spec tmBundle `json:"spec"`
+			}
+			mustUnmarshalLoose(t, doc, &b)
+			r.bundles[head.Metadata.Name] = b.Spec
+		case "StatefulSet":
+			var s appsv1.StatefulSet
+			mustUnmarshal(t, doc, &s)
+			r.sts = append(r.sts, s)
+		case "DaemonSet":
+			var d appsv1.DaemonSet
+			mustUnmarshal(t, doc, &d)
+			r.ds = append(r.ds, d)
+		}
+		if head.Kind != "" && head.Metadata.Namespace == "" && !clusterScoped[head.Kind] {
+			t.Errorf("%s: %s %s has no namespace: kubectl would put it in the current context's", dir, head.Kind, head.Metadata.Name)
+		}
+	}
+	return r
+}
+
+var clusterScoped = map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "ClusterIssuer": true, "Bundle": true}
+
+func mustUnmarshalLoose(t *testing.T, doc string, v any) {
+	t.Helper()
+	if err := yaml.Unmarshal([]byte(doc), v); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+}
+
+// TestDeployCertManagerWiring checks, without a cluster, that the certificates
+// land where the manifests read them: every keypair Secret the gateway and the
+// agents mount is a Certificate's secretName in the same namespace, with the keys
+// cert-manager writes; the CA ConfigMap is the trust-manager Bundle's target in
+// their namespace and fluent-bit's; fluent-bit's Certificate is in the namespace
+// deploy/fluent-bit installs its config into; the serving certificate covers the
+// names fluent-bit and the agents dial; and each issuer chain resolves.
+func TestDeployCertManagerWiring(t *testing.T) {
+	r := renderCertManager(t, deployDir("overlays", "platform"))
+	secrets := map[string]string{} // namespace/secretName -> Certificate
+	for _, c := range r.certificates {
+		secrets[c.Metadata.Namespace+"/"+c.Spec.SecretName] = c.Metadata.Name
+		ci, ok := r.clusterIssuers[c.Spec.IssuerRef.Name]
+		if c.Spec.IssuerRef.Kind != "ClusterIssuer" || !ok {
+			t.Errorf("Certificate %s: issuer %s/%s is not a ClusterIssuer of the component", c.Metadata.Name, c.Spec.IssuerRef.Kind, c.Spec.IssuerRef.Name)
+			continue
+		}
+		if ci.CA != nil {
+			// A CA ClusterIssuer reads its Secret from cert-manager's namespace.
+			if _, ok := secrets["cert-manager/"+ci.CA.SecretName]; !ok && !slices.ContainsFunc(r.certificates, func(ca cmCertificate) bool {
+				return ca.Spec.IsCA && ca.Metadata.Namespace == "cert-manager" && ca.Spec.SecretName == ci.CA.SecretName
+			}) {
+				t.Errorf("ClusterIssuer %s reads Secret %s, which no isCA Certificate in namespace cert-manager writes", c.Spec.IssuerRef.Name, ci.CA.SecretName)
+			}
+		}
+	}
+
+	var checked int
+	check := func(kind, ns string, spec corev1.PodSpec) {
+		for _, v := range spec.Volumes {
+			var refs []mountRef
+			if v.Secret != nil {
+				refs = append(refs, mountRef{secret: v.Secret.SecretName, keys: itemKeys(v.Secret.Items)})
+			}
+			if v.Projected != nil {
+				for _, s := range v.Projected.Sources {
+					if s.Secret != nil {
+						refs = append(refs, mountRef{secret: s.Secret.Name, keys: itemKeys(s.Secret.Items)})
+					}
+					if s.ConfigMap != nil {
+						refs = append(refs, mountRef{configMap: s.ConfigMap.Name, keys: itemKeys(s.ConfigMap.Items)})
+					}
+				}
+			}
+			if v.ConfigMap != nil {
+				refs = append(refs, mountRef{configMap: v.ConfigMap.Name, keys: itemKeys(v.ConfigMap.Items)})
+			}
+			for _, ref := range refs {
+				switch {
+				case ref.secret != "" && strings.HasPrefix(ref.secret, "otelcol-relay-backend-"):
+					// The backends' credentials are the user's, not the cluster's CA's.
+				case ref.secret != "":
+					if _, ok := secrets[ns+"/"+ref.secret]; !ok {
+						t.Errorf("%s volume %s mounts Secret %s/%s, which no Certificate writes", kind, v.Name, ns, ref.secret)
+					}
+					for _, k := range ref.keys {
+						if k != "tls.crt" && k != "tls.key" && k != "ca.crt" {
+							t.Errorf("%s volume %s reads key %s of Secret %s; cert-manager writes tls.crt, tls.key, ca.crt", kind, v.Name, k, ref.secret)
+						}
+					}
+					checked++
+				case ref.configMap == "otelcol-relay-ca":
+					b, ok := r.bundles[ref.configMap]
+					if !ok {
+						t.Errorf("%s mounts ConfigMap %s, which no trust-manager Bundle writes", kind, ref.configMap)
+						continue
+					}
+					if !bundleTargets(b.Target.NamespaceSelector.MatchExpressions, ns) {
+						t.Errorf("Bundle %s does not target namespace %s, where %s mounts it", ref.configMap, ns, kind)
+					}
+					for _, k := range ref.keys {
+						if k != b.Target.ConfigMap.Key {
+							t.Errorf("%s reads key %s of ConfigMap %s; the Bundle writes %s", kind, k, ref.configMap, b.Target.ConfigMap.Key)
+						}
+					}
+					checked++
+				}
+			}
+		}
+	}
+	for _, s := range r.sts {
+		check("StatefulSet "+s.Name, s.Namespace, s.Spec.Template.Spec)
+	}
+	for _, d := range r.ds {
+		check("DaemonSet "+d.Name, d.Namespace, d.Spec.Template.Spec)
+	}
+	if checked < 4 {
+		t.Errorf("only %d certificate mounts checked; want the receiver keypair, the CA bundle (gateway and agents) and the agents' keypair", checked)
+	}
+
+	// fluent-bit: its Certificate sits where deploy/fluent-bit puts its config,
+	// the Bundle reaches that namespace, and the serving certificate covers the
+	// name fluent-bit verifies (Tls.vhost) and the agents' gateway address.
+	fbKust, err := os.ReadFile(deployDir("fluent-bit", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fb struct{ Namespace string }
+	mustUnmarshalLoose(t, string(fbKust), &fb)
+	fbConf, err := os.ReadFile(deployDir("fluent-bit", "fluent-bit.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vhost string
+	for _, line := range strings.Split(string(fbConf), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && strings.EqualFold(f[0], "Tls.vhost") {
+			vhost = f[1]
+		}
+	}
+	var agentGateway string
+	for _, d := range r.ds {
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "OTELCOL_RELAY_GATEWAY" {
+				agentGateway = e.Value[:strings.LastIndexByte(e.Value, ':')]
+			}
+		}
+	}
+	var fbCert, serving bool
+	for _, c := range r.certificates {
+		if c.Metadata.Namespace == fb.Namespace && slices.Contains(c.Spec.Usages, "client auth") {
+			fbCert = true
+		}
+		if slices.Contains(c.Spec.Usages, "server auth") {
+			serving = true
+			for _, host := range []string{vhost, agentGateway} {
+				if host == "" || !slices.Contains(c.Spec.DNSNames, host) {
+					t.Errorf("serving Certificate %s (dnsNames %v) does not cover %q (fluent-bit's Tls.vhost / the agents' OTELCOL_RELAY_GATEWAY)", c.Metadata.Name, c.Spec.DNSNames, host)
+				}
+			}
+		}
+	}
+	if !fbCert {
+		t.Errorf("no client Certificate in fluent-bit's namespace %q", fb.Namespace)
+	}
+	if !serving {
+		t.Error("no serving Certificate for the gateway's receiver")
+	}
+	for name, b := range r.bundles {
+		if !bundleTargets(b.Target.NamespaceSelector.MatchExpressions, fb.Namespace) {
+			t.Errorf("Bundle %s does not reach fluent-bit's namespace %s", name, fb.Namespace)
+		}
+	}
+}
+
+// mountRef is a Secret or ConfigMap a volume reads, and the keys it reads.
+type mountRef struct {
+	secret, configMap string
+	keys              []string
+}
+
+func itemKeys(items []corev1.KeyToPath) []string {
+	var out []string
+	for _, i := range items {
+		out = append(out, i.Key)
+	}
+	return out
+}
+
+func bundleTargets(exprs []matchExpression, ns string) bool {
+	if len(exprs) == 0 {
+		return true
+	}
+	for _, e := range exprs {
+		if e.Key != "kubernetes.io/metadata.name" || e.Operator != "In" || !slices.Contains(e.Values, ns) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestKubeCertManagerComponent applies deploy/overlays/platform (base + agent +
+// the cert-manager, trust-manager, servicemonitor and alerts components)
+// server-side to a real API server with the real CRDs installed, twice: the
+// second apply changes nothing.
+func TestKubeCertManagerComponent(t *testing.T) {
+	k := e2e.StartKube(t)
+	installCRDs(t, k)
+	// cert-manager's namespace and fluent-bit's exist before this is installed.
+	k.MustKubectl(t, "create", "namespace", "cert-manager")
+	k.MustKubectl(t, "create", "namespace", "logging")
+
+	dir := deployDir("overlays", "platform")
+	out := k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
+	t.Logf("first apply:\n%s", out)
+	for _, want := range []string{
+		"certificate.cert-manager.io/otelcol-relay-receiver-tls serverside-applied",
+		"certificate.cert-manager.io/otelcol-relay-agent-tls serverside-applied",
+		"certificate.cert-manager.io/otelcol-relay-fluent-bit-tls serverside-applied",
+		"certificate.cert-manager.io/otelcol-relay-ca serverside-applied",
+		"clusterissuer.cert-manager.io/otelcol-relay-ca serverside-applied",
+		"bundle.trust.cert-manager.io/otelcol-relay-ca serverside-applied",
+		"prometheusrule.monitoring.coreos.com/otelcol-relay serverside-applied",
+		"servicemonitor.monitoring.coreos.com/otelcol-relay serverside-applied",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("first apply did not report %q", want)
+		}
+	}
+	before := resourceVersions(t, k, dir)
+	k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
+	after := resourceVersions(t, k, dir)
+	if strings.Join(before, "\n") != strings.Join(after, "\n") {
+		t.Errorf("second apply changed objects:\nbefore %v\nafter  %v", before, after)
+	}
+	// The CRDs' schemas are strict: a field they do not know is refused, not kept.
+	if out, err := k.Kubectl(t, "get", "certificate", "-n", "cert-manager", "otelcol-relay-ca", "-o", "jsonpath={.spec.privateKey.rotationPolicy}"); err != nil || out != "Never" {
+		t.Errorf("CA Certificate privateKey.rotationPolicy = %q (%v), want Never as applied", out, err)
+	}
+}

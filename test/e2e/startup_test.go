@@ -1,0 +1,151 @@
+package e2e_test
+
+// The measurement the gateway's startupProbe is sized from: how long
+// config/gateway.yaml takes to become healthy on a ~1 GiB persistent queue
+// (file_storage compacts on start, copying the whole bbolt file before the
+// exporters start, and the health endpoint answers only after that).
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+)
+
+// startupQueueMiB is the queue the test starts on by default: 256 MiB keeps it
+// short in `make test`; the time grows with the file (compaction copies it), so
+// it is scaled to 1 GiB before the budget check. OTELCOL_RELAY_STARTUP_QUEUE_MIB=1024
+// measures the full figure deploy/README.md quotes.
+const startupQueueMiB = 256
+
+// TestStartupOnFullQueue runs config/gateway.yaml with its backend down until
+// its persistent queue holds ~1 GiB on disk, stops it the hard way (SIGKILL, as
+// an OOM kill or a failed liveness probe would), starts it again on the same
+// directory and reports the time until the health endpoint answers. That time,
+// scaled to 1 GiB, must fit the gateway's startupProbe budget (failureThreshold x
+// periodSeconds); nothing queued may be lost on the way.
+func TestStartupOnFullQueue(t *testing.T) {
+	queueMiB := startupQueueMiB
+	if v := os.Getenv("OTELCOL_RELAY_STARTUP_QUEUE_MIB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 16 || n > 1400 {
+			t.Fatalf("OTELCOL_RELAY_STARTUP_QUEUE_MIB=%q: want MiB between 16 and 1400", v)
+		}
+		queueMiB = n
+	}
+	gw := e2e.NewGateway(t, e2e.GatewayOptions{
+		// The backend is down for the whole test: the queue only grows.
+		BackendURL: "https://" + e2e.FreeAddr(t),
+		Backend:    e2e.NewBackendTLS(t, "default"),
+		// 1.5 GiB per signal: room above the 1 GiB written (the gateway's default
+		// bound is 512 MiB).
+		Env: []string{"OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=1610612736"},
+	})
+	start := func(wait bool) *e2e.Collector {
+		return e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: gw.Args, NoWait: !wait, ReadyTimeout: 90 * time.Second})
+	}
+
+	c := start(true)
+	fillStart := time.Now()
+	fillQueue(t, gw.HTTPURL, gw.QueueDir, int64(queueMiB)<<20)
+	fill := time.Since(fillStart)
+	// The persistent queue writes each item before the receiver answers; give
+	// the exporters' in-flight reads a moment to be counted, then crash.
+	queued := e2e.LogQueueBytes(gw.MetricsAddr)
+	if err := c.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Wait(30 * time.Second)
+	onDisk := e2e.DirBytes(gw.QueueDir)
+
+	budget := startupProbeBudget(t)
+	restart := time.Now()
+	start(false)
+	e2e.WaitHTTP(t, "http://"+gw.HealthAddr+"/", http.StatusOK, budget)
+	healthy := time.Since(restart)
+	after := e2e.LogQueueBytes(gw.MetricsAddr)
+
+	t.Logf("queue: %.0f MiB queued (%.0f MiB on disk), written in %s; after the restart the queue holds %.0f MiB",
+		queued/(1<<20), e2e.MiB(onDisk), fill.Round(time.Second), after/(1<<20))
+	perGiB := time.Duration(float64(healthy) * 1024 / float64(queueMiB))
+	t.Logf("time to healthy on that queue: %s, %s scaled to 1 GiB (startupProbe budget %s)",
+		healthy.Round(100*time.Millisecond), perGiB.Round(100*time.Millisecond), budget)
+	if after < queued*0.99 {
+		t.Errorf("after the restart the queue holds %.0f MiB of the %.0f MiB queued before the crash", after/(1<<20), queued/(1<<20))
+	}
+	if perGiB > budget {
+		t.Errorf("healthy after %s on %d MiB, %s for 1 GiB: over the startupProbe budget %s; raise its failureThreshold", healthy, queueMiB, perGiB, budget)
+	}
+}
+
+// fillQueue sends 4 MiB log requests from four clients until the queue directory
+// holds want bytes.
+func fillQueue(t *testing.T, url, dir string, want int64) {
+	t.Helper()
+	ld := e2e.FluentBitLogs(4000, 0) // ~1 KB records, ~4 MiB a request
+	body, ct, _, err := e2e.EncodeLogs(ld, e2e.Encoding{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := e2e.NewHTTPClient(url, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var done atomic.Bool
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() && ctx.Err() == nil {
+				code, resp, err := client.Post(ctx, "/v1/logs", body, ct, "")
+				if err == nil && code != http.StatusOK {
+					err = fmt.Errorf("POST /v1/logs: %d %s", code, resp)
+				}
+				if err != nil && ctx.Err() == nil {
+					firstErr.CompareAndSwap(nil, err)
+					done.Store(true)
+				}
+			}
+		}()
+	}
+	ok := e2e.WaitFor(5*time.Minute, func() bool {
+		return e2e.DirBytes(dir) >= want || done.Load()
+	})
+	done.Store(true)
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		t.Fatalf("filling the queue: %v", err)
+	}
+	if !ok {
+		t.Fatalf("queue directory holds %.0f MiB after 5 minutes, want %.0f", e2e.MiB(e2e.DirBytes(dir)), e2e.MiB(want))
+	}
+}
+
+// startupProbeBudget is how long the gateway's startupProbe lets the container
+// take to become healthy before the kubelet restarts it.
+func startupProbeBudget(t *testing.T) time.Duration {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(e2e.RepoRoot(), "deploy", "base", "statefulset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sts appsv1.StatefulSet
+	mustUnmarshal(t, string(raw), &sts)
+	p := sts.Spec.Template.Spec.Containers[0].StartupProbe
+	if p == nil {
+		t.Fatal("deploy/base/statefulset.yaml has no startupProbe")
+	}
+	return time.Duration(p.FailureThreshold*p.PeriodSeconds+p.InitialDelaySeconds) * time.Second
+}

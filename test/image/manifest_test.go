@@ -1,0 +1,275 @@
+//go:build image
+
+package image_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+)
+
+// elfMachine is the ELF machine each image architecture's binary must be built for.
+var elfMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// sbomPath is where the Dockerfile puts the binary's SBOM (and the label names it).
+const sbomPath = "/usr/share/doc/otelcol-relay/sbom.cdx.json"
+
+type manifestList struct {
+	Manifests []struct {
+		Digest   string `json:"digest"`
+		Platform struct {
+			OS           string `json:"os"`
+			Architecture string `json:"architecture"`
+		} `json:"platform"`
+	} `json:"manifests"`
+}
+
+// TestImageManifestList inspects the manifest list `make image` built: one image
+// per platform of PLATFORMS, each holding a static binary for its own architecture
+// (read from the ELF header of the file copied out of the image), the SBOM of
+// exactly that binary, and the CA bundle from the pinned Debian package.
+func TestImageManifestList(t *testing.T) {
+	e := newEngine(t)
+	if !strings.HasSuffix(e.bin, "podman") {
+		t.Skip("the manifest list is built with podman; docker builds the host's architecture only")
+	}
+	platforms := strings.Fields(os.Getenv("RELAY_PLATFORMS"))
+	if len(platforms) == 0 {
+		t.Fatal("RELAY_PLATFORMS must be set: run `make test-image`")
+	}
+	var list manifestList
+	if err := json.Unmarshal([]byte(e.output(t, "manifest", "inspect", e.image)), &list); err != nil {
+		t.Fatalf("manifest inspect %s: %v", e.image, err)
+	}
+	digests := map[string]string{}
+	for _, m := range list.Manifests {
+		p := m.Platform.OS + "/" + m.Platform.Architecture
+		if _, dup := digests[p]; dup {
+			t.Errorf("%s appears twice in the manifest list", p)
+		}
+		digests[p] = m.Digest
+	}
+	if len(digests) != len(platforms) {
+		t.Errorf("manifest list has %v, want exactly %v", keys(digests), platforms)
+	}
+
+	bundle := filepath.Join(t.TempDir(), "ca-certificates.crt")
+	if out, err := exec.Command(filepath.Join(e2e.RepoRoot(), "hack", "ca-bundle.sh"), bundle).CombinedOutput(); err != nil {
+		t.Fatalf("hack/ca-bundle.sh: %v\n%s", err, out)
+	}
+	wantBundle, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, p := range platforms {
+		t.Run(p, func(t *testing.T) {
+			digest, ok := digests[p]
+			if !ok {
+				t.Fatalf("%s is not in the manifest list %s", p, e.image)
+			}
+			// The list names each image by its manifest digest: repository@digest.
+			repo := e.image
+			if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+				repo = repo[:i]
+			}
+			digest = repo + "@" + digest
+			dir := t.TempDir()
+			e.copyOut(t, digest, map[string]string{
+				"/otelcol-relay":                     filepath.Join(dir, "otelcol-relay"),
+				sbomPath:                             filepath.Join(dir, "sbom.cdx.json"),
+				"/etc/ssl/certs/ca-certificates.crt": filepath.Join(dir, "ca.crt"),
+			})
+			arch := p[strings.Index(p, "/")+1:]
+			checkELF(t, filepath.Join(dir, "otelcol-relay"), arch)
+			checkSBOM(t, filepath.Join(dir, "sbom.cdx.json"), filepath.Join(dir, "otelcol-relay"))
+
+			got, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, wantBundle) {
+				t.Errorf("the image's CA bundle (%d bytes) is not the one hack/ca-bundle.sh builds from the pinned ca-certificates (%d bytes)", len(got), len(wantBundle))
+			}
+			labels := e.output(t, "image", "inspect", "--format", "{{json .Labels}}", digest)
+			for _, want := range []string{
+				`"org.opencontainers.image.version":"` + os.Getenv("RELAY_VERSION") + `"`,
+				`"org.opencontainers.image.revision":`,
+				`"io.otelcol-relay.sbom":"` + sbomPath + `"`,
+			} {
+				if !strings.Contains(labels, want) {
+					t.Errorf("labels %s lack %s", labels, want)
+				}
+			}
+		})
+	}
+}
+
+// TestSBOMListsEveryModule checks the SBOM `make image` leaves beside each
+// binary in bin/<os>_<arch>/ against that binary's own build information.
+func TestSBOMListsEveryModule(t *testing.T) {
+	for _, p := range strings.Fields(os.Getenv("RELAY_PLATFORMS")) {
+		dir := filepath.Join(e2e.RepoRoot(), "bin", strings.ReplaceAll(p, "/", "_"))
+		t.Run(p, func(t *testing.T) {
+			checkSBOM(t, filepath.Join(dir, "otelcol-relay.cdx.json"), filepath.Join(dir, "otelcol-relay"))
+		})
+	}
+}
+
+// copyOut copies files out of one image of the list (by its digest) without
+// running it: the image may be for another architecture.
+func (e engine) copyOut(t *testing.T, image string, files map[string]string) {
+	t.Helper()
+	name := fmt.Sprintf("otelcol-relay-inspect-%d", time.Now().UnixNano())
+	e.output(t, "create", "--name", name, image)
+	defer func() { _ = e.cmd(context.Background(), "rm", "-f", name).Run() }()
+	for from, to := range files {
+		e.output(t, "cp", name+":"+from, to)
+	}
+}
+
+func checkELF(t *testing.T, path, arch string) {
+	t.Helper()
+	want, ok := elfMachine[arch]
+	if !ok {
+		t.Fatalf("no ELF machine known for %s", arch)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer f.Close()
+	if f.Machine != want || f.Class != elf.ELFCLASS64 {
+		t.Errorf("binary in the %s image is %s %s, want %s", arch, f.Class, f.Machine, want)
+	}
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			t.Errorf("binary in the %s image asks for a dynamic loader; FROM scratch needs a static binary (CGO_ENABLED=0)", arch)
+		}
+	}
+	// The Go build information agrees (go version -m reads it for any GOARCH).
+	info := goVersionM(t, path)
+	if !strings.Contains(info, "\tGOARCH="+arch+"\n") || !strings.Contains(info, "\tCGO_ENABLED=0\n") {
+		t.Errorf("build settings of the %s binary do not say GOARCH=%s CGO_ENABLED=0:\n%s", arch, arch, info)
+	}
+}
+
+func goVersionM(t *testing.T, path string) string {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go version -m %s: %v\n%s", path, err, out)
+	}
+	return string(out)
+}
+
+// binaryModules are the modules `go version -m` lists as linked into the binary,
+// path -> version, with replace directives applied (what was actually compiled).
+func binaryModules(t *testing.T, bin string) (main string, deps map[string]string) {
+	t.Helper()
+	deps = map[string]string{}
+	var last string
+	sc := bufio.NewScanner(strings.NewReader(goVersionM(t, bin)))
+	for sc.Scan() {
+		f := strings.Split(strings.TrimPrefix(sc.Text(), "\t"), "\t")
+		switch {
+		case f[0] == "mod" && len(f) >= 2:
+			main = f[1]
+		case f[0] == "dep" && len(f) >= 3:
+			last = f[1]
+			deps[f[1]] = f[2]
+		case f[0] == "=>" && len(f) >= 3 && last != "":
+			delete(deps, last)
+			deps[f[1]] = f[2]
+		}
+	}
+	if main == "" || len(deps) < 50 {
+		t.Fatalf("go version -m %s: main module %q and %d dependencies; is it a Go binary?", bin, main, len(deps))
+	}
+	return main, deps
+}
+
+type cycloneDX struct {
+	BOMFormat string `json:"bomFormat"`
+	Metadata  struct {
+		Component cdxComponent `json:"component"`
+	} `json:"metadata"`
+	Components []cdxComponent `json:"components"`
+}
+
+type cdxComponent struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	PURL    string `json:"purl"`
+}
+
+// checkSBOM: the SBOM names the binary's main module and lists every module in
+// the binary at the version linked, and nothing else.
+func checkSBOM(t *testing.T, sbomFile, bin string) {
+	t.Helper()
+	data, err := os.ReadFile(sbomFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bom cycloneDX
+	if err := json.Unmarshal(data, &bom); err != nil {
+		t.Fatalf("%s: %v", sbomFile, err)
+	}
+	if bom.BOMFormat != "CycloneDX" {
+		t.Errorf("%s: bomFormat %q, want CycloneDX", sbomFile, bom.BOMFormat)
+	}
+	main, want := binaryModules(t, bin)
+	if bom.Metadata.Component.Name != main {
+		t.Errorf("%s describes %q, want the binary's main module %q", sbomFile, bom.Metadata.Component.Name, main)
+	}
+	got := map[string]string{}
+	for _, c := range bom.Components {
+		if !strings.HasPrefix(c.PURL, "pkg:golang/") {
+			continue
+		}
+		got[c.Name] = c.Version
+	}
+	var missing, wrong, extra []string
+	for path, v := range want {
+		switch gv, ok := got[path]; {
+		case !ok:
+			missing = append(missing, path+"@"+v)
+		case gv != v:
+			wrong = append(wrong, fmt.Sprintf("%s: SBOM %s, binary %s", path, gv, v))
+		}
+	}
+	for path, v := range got {
+		if _, ok := want[path]; !ok {
+			extra = append(extra, path+"@"+v)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(wrong)
+	sort.Strings(extra)
+	if len(missing)+len(wrong)+len(extra) > 0 {
+		t.Errorf("%s against go version -m %s (%d modules):\nmissing %v\nwrong version %v\nnot in the binary %v",
+			sbomFile, bin, len(want), missing, wrong, extra)
+	}
+	t.Logf("%s: %d modules, each at the version in the binary", filepath.Base(sbomFile), len(want))
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
