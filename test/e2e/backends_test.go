@@ -66,13 +66,16 @@ func TestGatewayBackendsList(t *testing.T) {
 		"RELAY_BACKEND_QUEUE_BYTES=16777216", "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=16777216",
 	)
 	list := e2e.WriteConfig(t, listBackends(corp, datadog.HTTPAddr, mesh.HTTPAddr, "plaintext-mesh"))
-	args := []string{"--config", gatewayConfig("gateway.yaml"), "--config", list}
+	// Plaintext receivers (the explicit opt-out of gateway.yaml's mTLS): the
+	// subject here is the exporters.
+	plain := gatewayConfig("receiver-plaintext.yaml")
+	args := []string{"--config", gatewayConfig("gateway.yaml"), "--config", plain, "--config", list}
 
 	// The safety rules apply to the expansion: the same plaintext backend under a
 	// name that does not say so is refused.
 	bad := e2e.WriteConfig(t, listBackends(corp, datadog.HTTPAddr, mesh.HTTPAddr, "mesh"))
 	badEnv := append(env, "OTEL_EXPORTER_MESH_X_SCOPE_ORGID="+meshTenant)
-	if out, code := e2e.Run(t, 2*time.Minute, badEnv, "validate", "--config", gatewayConfig("gateway.yaml"), "--config", bad); code == 0 ||
+	if out, code := e2e.Run(t, 2*time.Minute, badEnv, "validate", "--config", gatewayConfig("gateway.yaml"), "--config", plain, "--config", bad); code == 0 ||
 		!strings.Contains(out, "exporters::otlp_http/mesh: plaintext connection") {
 		t.Fatalf("validate with a plaintext backend not named plaintext-*: exit %d, want a refusal naming it:\n%s", code, out)
 	}

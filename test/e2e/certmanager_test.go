@@ -275,15 +275,24 @@ func TestDeployCertManagerWiring(t *testing.T) {
 	}
 	var fb struct{ Namespace string }
 	mustUnmarshalLoose(t, string(fbKust), &fb)
-	fbConf, err := os.ReadFile(deployDir("fluent-bit", "fluent-bit.conf"))
+	fbConf, err := os.ReadFile(deployDir("fluent-bit", "fluent-bit.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var fbYAML struct {
+		Pipeline struct {
+			Outputs []map[string]any `json:"outputs"`
+		} `json:"pipeline"`
+	}
+	mustUnmarshalLoose(t, string(fbConf), &fbYAML)
 	var vhost string
-	for _, line := range strings.Split(string(fbConf), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && strings.EqualFold(f[0], "Tls.vhost") {
-			vhost = f[1]
+	for _, o := range fbYAML.Pipeline.Outputs {
+		if v, ok := o["tls.vhost"].(string); ok {
+			vhost = v
 		}
+	}
+	if vhost == "" {
+		t.Fatal("deploy/fluent-bit/fluent-bit.yaml: no output sets tls.vhost")
 	}
 	var agentGateway string
 	for _, d := range r.ds {

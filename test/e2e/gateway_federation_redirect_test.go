@@ -62,12 +62,13 @@ func TestGatewayFederationTokenNeverFollowsARedirect(t *testing.T) {
 	testcerts.WriteFile(t, tokenFile, []byte(token))
 	backend := e2e.NewBackendTLS(t, "default")
 	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
-	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sink.HTTPAddr, Backend: backend, Env: []string{
-		"RELAY_FEDERATION_TARGET=" + tl.Addr().String(),
-		"RELAY_FEDERATION_CA_FILE=" + caFile,
-		"RELAY_FEDERATION_TOKEN_FILE=" + tokenFile,
-	}})
-	col := e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: gw.Args, ReadyTimeout: 90 * time.Second})
+	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sink.HTTPAddr, Backend: backend, Env: append(shardEnv(t, deployDir("base"), 0),
+		"RELAY_FEDERATION_TARGET="+tl.Addr().String(),
+		"RELAY_FEDERATION_CA_FILE="+caFile,
+		"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,
+	)})
+	// Federation runs in its own workload (config/federation.yaml).
+	col := e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: []string{"--config=" + gatewayConfig("federation.yaml")}, ReadyTimeout: 90 * time.Second})
 
 	// federation_types reads the metadata at start; the first scrape comes
 	// within one scrape_interval (30s).

@@ -416,7 +416,7 @@ receivers:
 			setup: func(t *testing.T) []string {
 				return []string{"RELAY_QUEUE_DIR=" + ext4Volume(t, 16, 25) + "/queue", "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=2097152"}
 			},
-			want: "/queue need up to 12 MiB of disk (twice their bounds: the queue file and its compaction copy), but the volume at ",
+			want: "/queue need up to 12 MiB of disk (twice their bounds: ",
 			more: []string{"holds 9 MiB"},
 		},
 	} {

@@ -187,12 +187,13 @@ func TestOperatorRenderedConfigRuns(t *testing.T) {
 			t.Fatalf("refusal does not name the exporter and the reason:\n%s", out)
 		}
 	}
-	// deploy/README.md's certwatch lines for this shape: the exporter's file
-	// fields move to certwatch/corp, which the exporter names as middleware.
+	// deploy/README.md's certwatch lines for this shape: the exporter's tls block
+	// moves to certwatch/corp (which builds the whole TLS configuration, so any
+	// tls field left on the exporter is refused), named as middleware.
 	cw := c
 	cw.corpCA, cw.corpCert, cw.corpKey = "", "", ""
 	withCertwatch := strings.Replace(strings.Replace(strings.Replace(cw.render(),
-		"      ca_file: \n      cert_file: \n      key_file: \n", "    middlewares: [{id: certwatch/corp}]\n", 1),
+		"    tls:\n      include_system_ca_certs_pool: true\n      ca_file: \n      cert_file: \n      key_file: \n", "    middlewares: [{id: certwatch/corp}]\n", 1),
 		"extensions:\n  health_check:", fmt.Sprintf("extensions:\n  certwatch/corp:\n    ca_file: %s\n    cert_file: %s\n    key_file: %s\n  health_check:", corp.caFile, corp.certFile, corp.keyFile), 1),
 		"extensions: [health_check]", "extensions: [health_check, certwatch/corp]", 1)
 	if out, code := e2e.Run(t, 2*time.Minute, env, "validate", "--config", e2e.WriteConfig(t, withCertwatch)); code != 0 {
