@@ -917,6 +917,7 @@ func TestKubeAttributes(t *testing.T) {
 		fmt.Sprintf("RELAY_HEALTH_PORT=%d", e2e.FreePort(t)),
 		fmt.Sprintf("RELAY_PPROF_PORT=%d", e2e.FreePort(t)),
 		fmt.Sprintf("RELAY_METRICS_PORT=%d", e2e.FreePort(t)),
+		fmt.Sprintf("RELAY_DRAIN_PORT=%d", e2e.FreePort(t)),
 		"RELAY_QUEUE_DIR="+filepath.Join(t.TempDir(), "queue"),
 	), ReadyTimeout: 2 * time.Minute, Args: gwArgs})
 	if err := denied.WaitForOutput(`pods is forbidden`, 90*time.Second); err != nil {
@@ -924,21 +925,6 @@ func TestKubeAttributes(t *testing.T) {
 	} else {
 		t.Logf("without the pods rule: %s", grepLines(denied.Output(), "forbidden"))
 	}
-}
-
-// counterAtLeast reports whether a sample line starting with series and holding
-// label has a value of at least min.
-func counterAtLeast(page, series, label string, min float64) bool {
-	for _, line := range strings.Split(page, "\n") {
-		if !strings.HasPrefix(line, series) || !strings.Contains(line, label) {
-			continue
-		}
-		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil && v >= min {
-			return true
-		}
-	}
-	return false
 }
 
 func grepLines(s, substr string) string {
