@@ -176,7 +176,8 @@ func seqs(n int) []int64 {
 // `/usr/bin/otelcol --config=/etc/otel/config.yaml`, so the image answers there too.
 func TestImageAnswersAtOperatorPath(t *testing.T) {
 	e := newEngine(t)
-	out := e.output(t, "run", "--rm", "--entrypoint", "/usr/bin/otelcol", e.image, "components")
+	out := e.output(t, "run", "--rm", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+		"--entrypoint", "/usr/bin/otelcol", e.image, "components")
 	if !strings.Contains(out, "certwatch") {
 		t.Fatalf("/usr/bin/otelcol components does not list our components:\n%s", out)
 	}
