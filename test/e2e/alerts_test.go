@@ -42,6 +42,11 @@ const alertsSourceConfig = `
 extensions:
   file_storage:
     directory: ${env:T_QUEUE}
+  admission:
+    drain:
+      endpoint: ${env:T_DRAIN}
+      metrics_url: http://127.0.0.1:${env:T_METRICS_PORT}/metrics
+      timeout: 1s
   certwatch/default:
     ca_file: ${env:T_CERTS}/ca.crt
     cert_file: ${env:T_CERTS}/tls.crt
@@ -66,7 +71,7 @@ exporters:
     sending_queue: {storage: file_storage, sizer: bytes, queue_size: 67108864}
     retry_on_failure: {enabled: false}
 service:
-  extensions: [file_storage, certwatch/default]
+  extensions: [file_storage, certwatch/default, admission]
   telemetry:
     metrics:
       level: normal
@@ -149,10 +154,10 @@ func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
 	certs := filepath.Join(t.TempDir(), "certs")
 	ca := testcerts.NewCA(t, "alerts-ca")
 	testcerts.AtomicWrite(t, certs, certFiles(ca.CertPEM, ca.Client(t, testcerts.Options{CommonName: "relay"})))
-	httpAddr, limitedAddr, dead, metricsPort := e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreePort(t)
+	httpAddr, limitedAddr, dead, metricsPort, drainAddr := e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreePort(t), e2e.FreeAddr(t)
 	e2e.Start(t, alertsSourceConfig, e2e.Options{Env: []string{
 		"T_QUEUE=" + t.TempDir(), "T_CERTS=" + certs, "T_HTTP=" + httpAddr, "T_HTTP_LIMITED=" + limitedAddr,
-		"T_DEAD=" + dead, "T_METRICS_PORT=" + strconv.Itoa(metricsPort),
+		"T_DEAD=" + dead, "T_METRICS_PORT=" + strconv.Itoa(metricsPort), "T_DRAIN=" + drainAddr,
 	}})
 
 	ctx := context.Background()
@@ -166,6 +171,11 @@ func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
 			_ = c.SendLogs(ctx, e2e.FluentBitLogs(10, 0), e2e.Encoding{})
 			_, _, _ = c.Post(ctx, "/v1/metrics", metrics, "application/x-protobuf", "")
 			_, _, _ = c.Post(ctx, "/v1/traces", traces, "application/x-protobuf", "")
+		}
+		// A drain that gives up (the backend is dead, the queue holds data)
+		// records what it leaves on the volume.
+		if resp, err := http.Get("http://" + drainAddr + "/drain"); err == nil {
+			resp.Body.Close()
 		}
 		served, missing = scrapeFamilies(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)), nil
 		for _, w := range want {
