@@ -3,9 +3,12 @@ package backendsconverter
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
+
+	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
 )
 
 // dnsLabel is the Tigera operator's rule for exporter names: the name becomes part
@@ -64,7 +67,7 @@ func (b *backend) certwatchID() string { return "certwatch/" + b.name }
 // headerEnv is the variable a header's value is read from, by the convention the
 // Tigera operator and safeconfigprovider share: OTEL_EXPORTER_<NAME>_<HEADER>.
 func (b *backend) headerEnv(header string) string {
-	return "OTEL_EXPORTER_" + envSafe(b.name) + "_" + envSafe(header)
+	return safeconfigprovider.ExporterEnvName(b.name, header)
 }
 
 // watchesFiles reports whether the backend's TLS identity lives in files.
@@ -86,9 +89,9 @@ func parseBackend(i int, raw any) (*backend, error) {
 		return b, fmt.Errorf("%s: want a map with name, endpoint, protocol, headers, tls, got %T", b.where(), raw)
 	}
 	var errs []error
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !backendKeys[k] {
-			errs = append(errs, fmt.Errorf("%s: unknown field %q (fields: %s)", b.where(), k, strings.Join(sortedKeys(toAny(backendKeys)), ", ")))
+			errs = append(errs, fmt.Errorf("%s: unknown field %q (fields: %s)", b.where(), k, strings.Join(slices.Sorted(maps.Keys(backendKeys)), ", ")))
 		}
 	}
 	b.name, _ = m["name"].(string)
@@ -130,13 +133,13 @@ func parseBackend(i int, raw any) (*backend, error) {
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: tls: want a map, got %T", b.where(), t))
 		}
-		for _, k := range sortedKeys(b.tls) {
+		for _, k := range slices.Sorted(maps.Keys(b.tls)) {
 			if !tlsKeys[k] {
-				errs = append(errs, fmt.Errorf("%s: tls::%s is not a field (fields: %s)", b.where(), k, strings.Join(sortedKeys(toAny(tlsKeys)), ", ")))
+				errs = append(errs, fmt.Errorf("%s: tls::%s is not a field (fields: %s)", b.where(), k, strings.Join(slices.Sorted(maps.Keys(tlsKeys)), ", ")))
 			}
 		}
 		if !b.watchesFiles() {
-			for _, k := range sortedKeys(b.tls) {
+			for _, k := range slices.Sorted(maps.Keys(b.tls)) {
 				if tlsKeys[k] && !staticTLSKeys[k] {
 					errs = append(errs, fmt.Errorf("%s: tls::%s only applies with ca_file or cert_file/key_file", b.where(), k))
 				}
@@ -182,34 +185,4 @@ func stringList(v any) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-func envSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z':
-			return r - 'a' + 'A'
-		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
-			return r
-		default:
-			return '_'
-		}
-	}, s)
-}
-
-func toAny[V any](m map[string]V) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

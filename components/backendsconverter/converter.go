@@ -16,7 +16,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -181,12 +183,12 @@ func add(b *backend, defaults, exporters, extensions, service, pipelines, header
 
 	targets := b.pipelines
 	if len(targets) == 0 {
-		targets = sortedKeys(pipelines)
+		targets = slices.Sorted(maps.Keys(pipelines))
 	}
 	for _, p := range targets {
 		pm, ok := pipelines[p].(map[string]any)
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s: pipelines: %q is not in service::pipelines (%s)", b.where(), p, strings.Join(sortedKeys(pipelines), ", ")))
+			errs = append(errs, fmt.Errorf("%s: pipelines: %q is not in service::pipelines (%s)", b.where(), p, strings.Join(slices.Sorted(maps.Keys(pipelines)), ", ")))
 			continue
 		}
 		pm["exporters"] = appendOnce(pm["exporters"], id)

@@ -168,7 +168,7 @@ func checkHeaders(path string, headers any) []error {
 		}
 		hint := ""
 		if id != "" {
-			hint = exporterEnvName(id, name)
+			hint = ExporterEnvName(id, name)
 		}
 		if err := checkCredential(value, hint); err != nil {
 			errs = append(errs, fmt.Errorf("%s: headers::%s %w", owner, name, err))
@@ -359,9 +359,11 @@ func headerEnvs(doc map[string]any) map[string]any {
 	return out
 }
 
-// exporterEnvName is the conventional variable for a header of an exporter:
+// ExporterEnvName is the conventional variable for a header of an exporter:
 // OTEL_EXPORTER_<NAME>_<HEADER>, upper case, anything outside [A-Z0-9_] as "_".
-func exporterEnvName(id, header string) string {
+// id is the exporter's ID or just its name. backendsconverter names the variables
+// it reads with it, so the two never disagree.
+func ExporterEnvName(id, header string) string {
 	name := id
 	if _, n, ok := strings.Cut(id, "/"); ok {
 		name = n
