@@ -2,51 +2,20 @@ package safeconfigconverter
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-)
 
-// mountExt4 mounts a fresh ext4 filesystem of sizeMiB with reservePct percent of
-// its blocks reserved for root, and returns its mount point. It skips where the
-// test may not mount a loop device (not root, no loop devices, no mkfs.ext4).
-func mountExt4(t *testing.T, sizeMiB, reservePct int) string {
-	t.Helper()
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, int64(sizeMiB)<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", strconv.Itoa(reservePct), img).CombinedOutput(); err != nil {
-		t.Skipf("cannot make an ext4 filesystem here: %v %s", err, out)
-	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a loop device here (needs root): %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", mnt, err, out)
-		}
-	})
-	return mnt
-}
+	"github.com/otelcol-relay/otelcol-relay/internal/testvolume"
+)
 
 // ext4 reserves blocks for root (5% by default, 25% here to make it plain); the
 // collector does not run as root, so they are not room for its queues (issue 10
 // item 12). Space the queue files already use still counts: a restart with a
 // full queue must not be refused.
 func TestVolumeSizeLeavesOutRootReserve(t *testing.T) {
-	mnt := mountExt4(t, 16, 25)
+	mnt := testvolume.Ext4(t, 16, 25)
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(mnt, &st); err != nil {
 		t.Fatal(err)

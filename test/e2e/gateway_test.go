@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+	"github.com/otelcol-relay/otelcol-relay/internal/testvolume"
 )
 
 // The secrets the two backends' headers carry. They must reach their own backend
@@ -414,7 +413,7 @@ receivers:
 			name: "queue bounds that fit only with root's reserved blocks",
 			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
 			setup: func(t *testing.T) []string {
-				return []string{"RELAY_QUEUE_DIR=" + ext4Volume(t, 16, 25) + "/queue", "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=2097152"}
+				return []string{"RELAY_QUEUE_DIR=" + testvolume.Ext4(t, 16, 25) + "/queue", "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=2097152"}
 			},
 			want: "/queue need up to 12 MiB of disk (twice their bounds: ",
 			more: []string{"holds 9 MiB"},
@@ -446,36 +445,6 @@ receivers:
 			}
 		})
 	}
-}
-
-// ext4Volume mounts a fresh ext4 filesystem of sizeMiB with reservePct percent of
-// its blocks reserved for root, and returns its mount point. It skips where the
-// test may not mount a loop device (not root, no loop devices, no mkfs.ext4).
-func ext4Volume(t *testing.T, sizeMiB, reservePct int) string {
-	t.Helper()
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, int64(sizeMiB)<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", strconv.Itoa(reservePct), img).CombinedOutput(); err != nil {
-		t.Skipf("cannot make an ext4 filesystem here: %v %s", err, out)
-	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a loop device here (needs root): %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", mnt, err, out)
-		}
-	})
-	return mnt
 }
 
 // memoryCgroup creates a child memory cgroup limited to limit bytes under this
