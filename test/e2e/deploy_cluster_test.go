@@ -122,6 +122,17 @@ func (c *cluster) addPod(t *testing.T, suffix, ip string) pod {
 	return pod{name: p.Name, uid: string(p.UID), ip: ip}
 }
 
+// identity is the resource k8s_attributes gives a record of pod p.
+func (c *cluster) identity(p pod) map[string]string {
+	return map[string]string{
+		"k8s.pod.uid":         p.uid,
+		"k8s.pod.name":        p.name,
+		"k8s.namespace.name":  c.ns,
+		"k8s.node.name":       c.node,
+		"k8s.deployment.name": "checkout",
+	}
+}
+
 // tlsFiles writes a CA bundle and a client keypair from the cluster's CA, the shape
 // of the projected certwatch directories the manifests mount.
 func (c *cluster) tlsFiles(t *testing.T, name string) (ca, cert, key string) {

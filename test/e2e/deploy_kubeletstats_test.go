@@ -184,7 +184,7 @@ func TestKubeKubeletStats(t *testing.T) {
 		if res == nil {
 			t.Fatalf("no k8s.pod.memory.usage in %v", keys(names))
 		}
-		for k, v := range map[string]string{"k8s.pod.uid": p.uid, "k8s.pod.name": p.name, "k8s.namespace.name": c.ns, "k8s.deployment.name": "checkout", "k8s.node.name": c.node} {
+		for k, v := range c.identity(p) {
 			if res[k] != v {
 				t.Errorf("pod metric resource %s = %q, want %q (%v)", k, res[k], v, res)
 			}
