@@ -4,25 +4,20 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
-
 	"github.com/otelcol-relay/otelcol-relay/internal/configtest"
 )
 
 func TestLoadConfig(t *testing.T) {
-	typ := NewFactory().Type()
+	defaults := &Config{
+		MaxInFlightRequests: 8,
+		MaxWait:             5 * time.Second,
+		BodyReadTimeout:     10 * time.Second,
+		Drain:               DrainConfig{Timeout: 100 * time.Second, PollInterval: 500 * time.Millisecond},
+	}
 	configtest.Run(t, NewFactory(), []configtest.Case{
+		{Name: "", Expected: defaults},
 		{
-			ID: component.NewID(typ),
-			Expected: &Config{
-				MaxInFlightRequests: 8,
-				MaxWait:             5 * time.Second,
-				BodyReadTimeout:     10 * time.Second,
-				Drain:               DrainConfig{Timeout: 100 * time.Second, PollInterval: 500 * time.Millisecond},
-			},
-		},
-		{
-			ID: component.NewIDWithName(typ, "custom"),
+			Name: "custom",
 			Expected: &Config{
 				MaxInFlightRequests: 16,
 				MaxWait:             2 * time.Second,
@@ -37,14 +32,14 @@ func TestLoadConfig(t *testing.T) {
 			},
 		},
 
-		{ID: component.NewIDWithName(typ, "no_slots"), WantErr: "max_in_flight_requests 0: must be at least 1"},
-		{ID: component.NewIDWithName(typ, "negative_max_wait"), WantErr: "max_wait -1s: must not be negative"},
-		{ID: component.NewIDWithName(typ, "negative_body_read_timeout"), WantErr: "body_read_timeout -1s: must not be negative (0 disables it)"},
-		{ID: component.NewIDWithName(typ, "negative_max_connection_age"), WantErr: "max_connection_age -1s: must not be negative (0 disables it)"},
-		{ID: component.NewIDWithName(typ, "drain_endpoint_without_host"), WantErr: `drain::endpoint "13134": want host:port`},
-		{ID: component.NewIDWithName(typ, "drain_timeout_zero"), WantErr: "drain::timeout 0s: must be positive"},
-		{ID: component.NewIDWithName(typ, "drain_poll_interval_zero"), WantErr: "drain::poll_interval 0s: must be positive"},
-		{ID: component.NewIDWithName(typ, "drain_metrics_url_without_scheme"), WantErr: `drain::metrics_url "localhost:8888": want an http(s) URL of the collector's own Prometheus metrics`},
-		{ID: component.NewIDWithName(typ, "misspelt"), WantErr: "invalid keys: max_in_flight"},
+		{Name: "no_slots", WantErr: "max_in_flight_requests 0: must be at least 1"},
+		{Name: "negative_max_wait", WantErr: "max_wait -1s: must not be negative"},
+		{Name: "negative_body_read_timeout", WantErr: "body_read_timeout -1s: must not be negative (0 disables it)"},
+		{Name: "negative_max_connection_age", WantErr: "max_connection_age -1s: must not be negative (0 disables it)"},
+		{Name: "drain_endpoint_without_host", WantErr: `drain::endpoint "13134": want host:port`},
+		{Name: "drain_timeout_zero", WantErr: "drain::timeout 0s: must be positive"},
+		{Name: "drain_poll_interval_zero", WantErr: "drain::poll_interval 0s: must be positive"},
+		{Name: "drain_metrics_url_without_scheme", WantErr: `drain::metrics_url "localhost:8888": want an http(s) URL of the collector's own Prometheus metrics`},
+		{Name: "misspelt", WantErr: "invalid keys: max_in_flight"},
 	})
 }

@@ -5,13 +5,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"go.opentelemetry.io/collector/component"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/configtest"
 )
 
 func TestLoadConfig(t *testing.T) {
-	typ := NewFactory().Type()
 	minimal := createDefaultConfig()
 	minimal.Endpoint = "https://prometheus:9090"
 	tigera := createDefaultConfig()
@@ -27,25 +25,25 @@ func TestLoadConfig(t *testing.T) {
 	tokenOverHTTPS.BearerTokenFile = "/t"
 
 	configtest.Run(t, NewFactory(), []configtest.Case{
-		{ID: component.NewIDWithName(typ, "minimal"), Expected: minimal},
-		{ID: component.NewIDWithName(typ, "tigera"), Expected: tigera},
-		{ID: component.NewIDWithName(typ, "token_over_https"), Expected: tokenOverHTTPS},
+		{Name: "minimal", Expected: minimal},
+		{Name: "tigera", Expected: tigera},
+		{Name: "token_over_https", Expected: tokenOverHTTPS},
 
-		{ID: component.NewID(typ), WantErr: `endpoint: must be set to the Prometheus server's base URL, e.g. "https://prometheus:9090"`},
-		{ID: component.NewIDWithName(typ, "bad_scheme"), WantErr: `endpoint "ftp://p:9090": scheme must be http or https, got "ftp"`},
-		{ID: component.NewIDWithName(typ, "no_host"), WantErr: `endpoint "http://": has no host`},
-		{ID: component.NewIDWithName(typ, "unparsable_endpoint"), WantErr: `endpoint "https://[::1": parse "https://[::1": missing ']' in host`},
-		{ID: component.NewIDWithName(typ, "query"), WantErr: `endpoint "http://p:9090?x=1": must not carry a query or fragment; set metadata_path for the path`},
-		{ID: component.NewIDWithName(typ, "token_over_http"), WantErr: `bearer_token_file "/t": endpoint "http://p:9090" is plain http, so the token would travel in clear text; use https`},
-		{ID: component.NewIDWithName(typ, "ca_over_http"), WantErr: `tls: certificates are configured but endpoint "http://p:9090" is plain http, so they would never be used; use https`},
-		{ID: component.NewIDWithName(typ, "token_and_authorization_header"), WantErr: `bearer_token_file "/t": headers also set Authorization; configure only one`},
-		{ID: component.NewIDWithName(typ, "relative_path"), WantErr: `metadata_path "api/v1/metadata": must start with /`},
-		{ID: component.NewIDWithName(typ, "refresh_too_often"), WantErr: "refresh_interval 10ms: must be at least 1s"},
-		{ID: component.NewIDWithName(typ, "no_timeout"), WantErr: "timeout 0s: must be positive, or a stuck server would block every refresh"},
-		{ID: component.NewIDWithName(typ, "negative_max_response_size"), WantErr: "max_response_size -1: must be positive"},
-		{ID: component.NewIDWithName(typ, "no_series"), WantErr: "series_cache.max_series 0: must be positive"},
-		{ID: component.NewIDWithName(typ, "no_ttl"), WantErr: "series_cache.ttl 0s: must be positive"},
-		{ID: component.NewIDWithName(typ, "misspelt"), WantErr: "invalid keys: refresh_intervall"},
+		{Name: "", WantErr: `endpoint: must be set to the Prometheus server's base URL, e.g. "https://prometheus:9090"`},
+		{Name: "bad_scheme", WantErr: `endpoint "ftp://p:9090": scheme must be http or https, got "ftp"`},
+		{Name: "no_host", WantErr: `endpoint "http://": has no host`},
+		{Name: "unparsable_endpoint", WantErr: `endpoint "https://[::1": parse "https://[::1": missing ']' in host`},
+		{Name: "query", WantErr: `endpoint "http://p:9090?x=1": must not carry a query or fragment; set metadata_path for the path`},
+		{Name: "token_over_http", WantErr: `bearer_token_file "/t": endpoint "http://p:9090" is plain http, so the token would travel in clear text; use https`},
+		{Name: "ca_over_http", WantErr: `tls: certificates are configured but endpoint "http://p:9090" is plain http, so they would never be used; use https`},
+		{Name: "token_and_authorization_header", WantErr: `bearer_token_file "/t": headers also set Authorization; configure only one`},
+		{Name: "relative_path", WantErr: `metadata_path "api/v1/metadata": must start with /`},
+		{Name: "refresh_too_often", WantErr: "refresh_interval 10ms: must be at least 1s"},
+		{Name: "no_timeout", WantErr: "timeout 0s: must be positive, or a stuck server would block every refresh"},
+		{Name: "negative_max_response_size", WantErr: "max_response_size -1: must be positive"},
+		{Name: "no_series", WantErr: "series_cache.max_series 0: must be positive"},
+		{Name: "no_ttl", WantErr: "series_cache.ttl 0s: must be positive"},
+		{Name: "misspelt", WantErr: "invalid keys: refresh_intervall"},
 	})
 }
 

@@ -17,7 +17,8 @@ import (
 
 // Case is one named config of testdata/config.yaml and what loading it gives.
 type Case struct {
-	ID component.ID
+	// Name is what follows "<type>/" in the key; empty for the key "<type>".
+	Name string
 	// Expected is the whole config a valid entry unmarshals to.
 	Expected component.Config
 	// WantErr is part of the error an invalid entry fails with: from the
@@ -26,15 +27,17 @@ type Case struct {
 	WantErr string
 }
 
-// Run checks every case in a subtest named by its ID: a valid entry unmarshals
-// to Expected and passes Validate, an invalid one fails with WantErr.
+// Run checks every case of f's type in a subtest named by its component ID: a
+// valid entry unmarshals to Expected and passes Validate, an invalid one fails
+// with WantErr.
 func Run(t *testing.T, f component.Factory, cases []Case) {
 	t.Helper()
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
 	for _, c := range cases {
-		t.Run(c.ID.String(), func(t *testing.T) {
-			sub, err := cm.Sub(c.ID.String())
+		id := component.NewIDWithName(f.Type(), c.Name).String()
+		t.Run(id, func(t *testing.T) {
+			sub, err := cm.Sub(id)
 			require.NoError(t, err)
 			cfg := f.CreateDefaultConfig()
 			err = sub.Unmarshal(cfg)
