@@ -47,7 +47,7 @@ func TestLoadConfig(t *testing.T) {
 	})
 }
 
-func TestCreateDefaultConfig(t *testing.T) {
+func TestConfigDefaults(t *testing.T) {
 	def := createDefaultConfig()
 	assert.Equal(t, "/api/v1/metadata", def.MetadataPath)
 	assert.Equal(t, 5*time.Minute, def.RefreshInterval)
