@@ -86,8 +86,8 @@ func (c *seriesCache) observe(key seriesKey, ts pcommon.Timestamp, value float64
 	return ts
 }
 
-// startOf returns the start time of a known series without recording a sample,
-// for staleness markers, which carry no value.
+// startOf returns the start time of a known series without recording a sample
+// or ending the series.
 func (c *seriesCache) startOf(key seriesKey) (pcommon.Timestamp, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -101,16 +101,15 @@ func (c *seriesCache) startOf(key seriesKey) (pcommon.Timestamp, bool) {
 // end drops a series after its staleness marker, and returns the start time
 // the marker carries if the series was known. If the series comes back, it is a
 // new series with a new start.
-func (c *seriesCache) end(key seriesKey) (pcommon.Timestamp, bool) {
+func (c *seriesCache) end(key seriesKey) (start pcommon.Timestamp, known bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.entries[key]
-	if !ok {
-		return 0, false
+	if el, ok := c.entries[key]; ok {
+		start, known = el.Value.(*seriesEntry).start, true
+		c.order.Remove(el)
+		delete(c.entries, key)
 	}
-	c.order.Remove(el)
-	delete(c.entries, key)
-	return el.Value.(*seriesEntry).start, true
+	return start, known
 }
 
 // expire forgets series not seen since now-ttl.
