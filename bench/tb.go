@@ -5,18 +5,21 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"testing"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
-// runTB lets the bench reuse the e2e harness (written for tests) outside `go
-// test`: failures panic and are recovered per measurement, cleanups run when the
-// measurement ends.
+// runTB lets the bench run the e2e harness and the scenarios (written for
+// tests) outside `go test`: it implements e2e.T, failures panic and are
+// recovered per measurement, cleanups run when the measurement ends.
 type runTB struct {
-	testing.TB // nil: only the methods below are called by the harness
-	name       string
-	cleanups   []func()
-	failed     bool
+	name     string
+	cleanups []func()
+	failed   bool
+	errors   []string
 }
+
+var _ e2e.T = (*runTB)(nil)
 
 type fatal struct{ msg string }
 
@@ -30,6 +33,7 @@ func (t *runTB) Log(args ...any)                 { log.Print(append([]any{t.name
 func (t *runTB) Logf(format string, args ...any) { log.Printf(t.name+": "+format, args...) }
 func (t *runTB) Errorf(format string, args ...any) {
 	t.failed = true
+	t.errors = append(t.errors, fmt.Sprintf(format, args...))
 	t.Logf("ERROR: "+format, args...)
 }
 func (t *runTB) Fatal(args ...any) { t.failed = true; panic(fatal{fmt.Sprint(args...)}) }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
@@ -20,7 +19,7 @@ type BackendTLS struct {
 }
 
 // NewBackendTLS issues a server CA and a client CA for a backend called name.
-func NewBackendTLS(t testing.TB, name string) *BackendTLS {
+func NewBackendTLS(t T, name string) *BackendTLS {
 	t.Helper()
 	serverCA := testcerts.NewCA(t, name+" server CA")
 	clientCA := testcerts.NewCA(t, name+" client CA")
@@ -48,7 +47,7 @@ type ReceiverTLS struct {
 
 // NewReceiverTLS issues the receiver's server certificate and a fluent-bit client
 // certificate.
-func NewReceiverTLS(t testing.TB) *ReceiverTLS {
+func NewReceiverTLS(t T) *ReceiverTLS {
 	t.Helper()
 	serverCA := testcerts.NewCA(t, "receiver server CA")
 	clientCA := testcerts.NewCA(t, "fluent-bit client CA")
@@ -102,7 +101,7 @@ type Gateway struct {
 // Prometheus server are not the subject of the tests that use it: k8s_attributes
 // gets a kubeconfig for a closed port (it retries in the background and passes
 // data through) and federation, unless Env overrides it, scrapes a closed port.
-func NewGateway(t testing.TB, o GatewayOptions) *Gateway {
+func NewGateway(t T, o GatewayOptions) *Gateway {
 	t.Helper()
 	dir := t.TempDir()
 	closed := FreeAddr(t)

@@ -1,4 +1,8 @@
-package e2e
+// Package otlpfixture holds the OTLP test fixtures that unit tests and the
+// end-to-end harness share: fluent-bit shaped log records and an OTLP sink
+// (gRPC and HTTP) that counts what arrived. It stays light (pdata and gRPC, no
+// Kubernetes or Prometheus clients) so a component's unit tests can use it.
+package otlpfixture
 
 import (
 	"compress/gzip"
@@ -9,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -25,6 +28,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // SeqAttr is the log record attribute that carries a sender's sequence number, so
@@ -52,6 +57,11 @@ type SinkOptions struct {
 	// keepalive.ServerParameters{MaxConnectionAge: ...} so that clients
 	// reconnect (and handshake again) regularly, as behind many real backends.
 	GRPCServerOptions []grpc.ServerOption
+	// MaxSeq, when set, makes the sink keep only how often and when each
+	// sequence number below MaxSeq first arrived, not the records themselves,
+	// so that millions of records fit in a few MiB (the benchmark's scale).
+	// Logs() then returns nothing.
+	MaxSeq int64
 }
 
 // Sink is an OTLP server (gRPC and HTTP) that keeps everything it is sent. It is
@@ -72,14 +82,20 @@ type Sink struct {
 	nPoints  int
 	// refuse, when set, is returned for every request (a backend outage).
 	refuse error
-	tlsMu  sync.RWMutex
-	tls    *tls.Config
+	// seqCount and seqFirst (unix nanos) are kept instead of logs with MaxSeq.
+	seqCount []uint8
+	seqFirst []int64
+	tlsMu    sync.RWMutex
+	tls      *tls.Config
 }
 
 // NewSink starts a sink on two free loopback ports. It is closed when the test ends.
-func NewSink(t testing.TB, opts SinkOptions) *Sink {
+func NewSink(t tb.T, opts SinkOptions) *Sink {
 	t.Helper()
 	s := &Sink{tls: opts.TLS}
+	if opts.MaxSeq > 0 {
+		s.seqCount, s.seqFirst = make([]uint8, opts.MaxSeq), make([]int64, opts.MaxSeq)
+	}
 
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -132,6 +148,12 @@ func (s *Sink) SetTLS(c *tls.Config) {
 	s.tlsMu.Unlock()
 }
 
+// SetHTTPKeepAlives turns the HTTP listener's keep-alives on or off. Off closes
+// idle connections at once and every other one after its current response, so
+// each request makes a new connection and TLS handshake: what a backend that
+// restarts or rotates its certificate does to its clients.
+func (s *Sink) SetHTTPKeepAlives(on bool) { s.httpSrv.SetKeepAlivesEnabled(on) }
+
 // Close stops both servers.
 func (s *Sink) Close() {
 	s.grpcSrv.Stop()
@@ -160,7 +182,11 @@ func (s *Sink) recordLogs(r Request, ld plog.Logs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.Signal, r.Items = "logs", ld.LogRecordCount()
-	s.logs = append(s.logs, ld)
+	if s.seqCount != nil {
+		s.countSeqs(ld)
+	} else {
+		s.logs = append(s.logs, ld)
+	}
 	s.nLogs += r.Items
 	s.requests = append(s.requests, r)
 }
@@ -217,7 +243,7 @@ func (s *Sink) Reset() {
 }
 
 // WaitForLogRecords waits until at least n log records have arrived.
-func (s *Sink) WaitForLogRecords(t testing.TB, n int, timeout time.Duration) {
+func (s *Sink) WaitForLogRecords(t tb.T, n int, timeout time.Duration) {
 	t.Helper()
 	if !WaitFor(timeout, func() bool { return s.LogRecordCount() >= n }) {
 		t.Fatalf("sink got %d log records, want %d within %s", s.LogRecordCount(), n, timeout)
@@ -225,16 +251,53 @@ func (s *Sink) WaitForLogRecords(t testing.TB, n int, timeout time.Duration) {
 }
 
 // WaitForDataPoints waits until at least n metric data points have arrived.
-func (s *Sink) WaitForDataPoints(t testing.TB, n int, timeout time.Duration) {
+func (s *Sink) WaitForDataPoints(t tb.T, n int, timeout time.Duration) {
 	t.Helper()
 	if !WaitFor(timeout, func() bool { return s.DataPointCount() >= n }) {
 		t.Fatalf("sink got %d data points, want %d within %s", s.DataPointCount(), n, timeout)
 	}
 }
 
+func (s *Sink) countSeqs(ld plog.Logs) {
+	now := time.Now().UnixNano()
+	forEachRecord(ld, func(lr plog.LogRecord) {
+		v, ok := lr.Attributes().Get(SeqAttr)
+		if !ok || v.Int() < 0 || v.Int() >= int64(len(s.seqCount)) {
+			return
+		}
+		seq := v.Int()
+		if s.seqCount[seq] == 0 {
+			s.seqFirst[seq] = now
+		}
+		if s.seqCount[seq] < 255 {
+			s.seqCount[seq]++
+		}
+	})
+}
+
+// FirstArrival is when seq first arrived (unix nanos), or 0; it needs MaxSeq.
+func (s *Sink) FirstArrival(seq int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq < 0 || seq >= int64(len(s.seqFirst)) {
+		return 0
+	}
+	return s.seqFirst[seq]
+}
+
 // SeqCounts maps each sequence number (SeqAttr) to how often it arrived.
 func (s *Sink) SeqCounts() map[int64]int {
 	counts := map[int64]int{}
+	if s.seqCount != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for seq, n := range s.seqCount {
+			if n > 0 {
+				counts[int64(seq)] = int(n)
+			}
+		}
+		return counts
+	}
 	for _, ld := range s.Logs() {
 		forEachRecord(ld, func(lr plog.LogRecord) {
 			if v, ok := lr.Attributes().Get(SeqAttr); ok {
@@ -256,13 +319,10 @@ func (r LossReport) String() string {
 
 // Loss counts which acknowledged sequence numbers are missing or duplicated.
 func (s *Sink) Loss(acked []int64) LossReport {
-	counts := s.SeqCounts()
-	r := LossReport{Acked: len(acked)}
-	for _, n := range counts {
-		r.Received += n
-	}
+	count, received := s.seqCounter()
+	r := LossReport{Acked: len(acked), Received: received}
 	for _, seq := range acked {
-		switch c := counts[seq]; {
+		switch c := count(seq); {
 		case c == 0:
 			r.Missing++
 		case c > 1:
@@ -270,6 +330,31 @@ func (s *Sink) Loss(acked []int64) LossReport {
 		}
 	}
 	return r
+}
+
+// seqCounter returns how often each sequence number arrived and how many
+// records with one arrived in all, read from the counters with MaxSeq (no map
+// of millions of entries) or from the records.
+func (s *Sink) seqCounter() (count func(int64) int, received int) {
+	if s.seqCount == nil {
+		counts := s.SeqCounts()
+		for _, n := range counts {
+			received += n
+		}
+		return func(seq int64) int { return counts[seq] }, received
+	}
+	s.mu.Lock()
+	snapshot := append([]uint8(nil), s.seqCount...)
+	s.mu.Unlock()
+	for _, n := range snapshot {
+		received += int(n)
+	}
+	return func(seq int64) int {
+		if seq < 0 || seq >= int64(len(snapshot)) {
+			return 0
+		}
+		return int(snapshot[seq])
+	}, received
 }
 
 func forEachRecord(ld plog.Logs, f func(plog.LogRecord)) {
