@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
@@ -77,7 +78,7 @@ func measure(name string, f func(t *runTB)) (err error) {
 	}()
 	f(t)
 	if t.failed {
-		return fmt.Errorf("%s: failed (see log)", name)
+		return fmt.Errorf("%s: %s", name, strings.Join(t.errors, "; "))
 	}
 	return nil
 }

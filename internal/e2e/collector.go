@@ -186,6 +186,14 @@ func (c *Collector) PID() int { return c.cmd.Process.Pid }
 // Output is everything the process wrote to stdout and stderr so far.
 func (c *Collector) Output() string { return c.out.String() }
 
+// Tail is the last n bytes of s (a collector's output), for failure messages.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
 // Running reports whether the process has not exited yet.
 func (c *Collector) Running() bool {
 	select {
