@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -75,10 +74,4 @@ func DialGRPC(addr string, tlsCfg *tls.Config) (*grpc.ClientConn, error) {
 		creds = credentials.NewTLS(tlsCfg)
 	}
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
-}
-
-// SendLogsGRPC exports ld over an existing connection.
-func SendLogsGRPC(ctx context.Context, cc *grpc.ClientConn, ld plog.Logs) error {
-	_, err := plogotlp.NewGRPCClient(cc).Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
-	return err
 }

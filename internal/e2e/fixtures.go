@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
@@ -28,7 +32,23 @@ var (
 	FluentBitChunkLogs = otlpfixture.FluentBitChunkLogs
 	EncodeLogs         = otlpfixture.EncodeLogs
 	WaitFor            = otlpfixture.WaitFor
+	SendLogsGRPC       = otlpfixture.SendLogsGRPC
 )
 
 // NewSink starts an OTLP sink (otlpfixture.NewSink) closed when the test ends.
-func NewSink(t T, opts SinkOptions) *Sink { return otlpfixture.NewSink(t, opts) }
+// It also decodes zstd, which exporters may be configured to send.
+func NewSink(t T, opts SinkOptions) *Sink {
+	t.Helper()
+	if opts.Decoders == nil {
+		opts.Decoders = map[string]func(io.Reader) (io.ReadCloser, error){"zstd": newZstdReader}
+	}
+	return otlpfixture.NewSink(t, opts)
+}
+
+func newZstdReader(r io.Reader) (io.ReadCloser, error) {
+	zr, err := zstd.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	return zr.IOReadCloser(), nil
+}

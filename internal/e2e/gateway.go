@@ -16,6 +16,7 @@ import (
 type BackendTLS struct {
 	Server                    *tls.Config
 	CAFile, CertFile, KeyFile string
+	ClientCN                  string // the common name of the gateway's client certificate
 }
 
 // NewBackendTLS issues a server CA and a client CA for a backend called name.
@@ -24,11 +25,13 @@ func NewBackendTLS(t T, name string) *BackendTLS {
 	serverCA := testcerts.NewCA(t, name+" server CA")
 	clientCA := testcerts.NewCA(t, name+" client CA")
 	server := serverCA.Server(t, testcerts.Options{})
-	client := clientCA.Client(t, testcerts.Options{CommonName: "otelcol-relay to " + name})
+	cn := "otelcol-relay to " + name
+	client := clientCA.Client(t, testcerts.Options{CommonName: cn})
 	dir := t.TempDir()
 	b := &BackendTLS{
-		Server: testcerts.ServerTLS(t, server, clientCA),
-		CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
+		ClientCN: cn,
+		Server:   testcerts.ServerTLS(t, server, clientCA),
+		CAFile:   filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
 	}
 	testcerts.WriteFile(t, b.CAFile, serverCA.CertPEM)
 	testcerts.WriteFile(t, b.CertFile, client.CertPEM)

@@ -3,6 +3,7 @@ package otlpfixture
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"google.golang.org/grpc"
 )
 
 // FluentBitLogs builds n log records shaped like what fluent-bit's opentelemetry
@@ -111,4 +113,10 @@ func EncodeLogs(ld plog.Logs, enc Encoding) (body []byte, contentType, contentEn
 		err = zw.Close()
 	}
 	return buf.Bytes(), contentType, "gzip", err
+}
+
+// SendLogsGRPC exports ld over an existing connection.
+func SendLogsGRPC(ctx context.Context, cc *grpc.ClientConn, ld plog.Logs) error {
+	_, err := plogotlp.NewGRPCClient(cc).Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
+	return err
 }

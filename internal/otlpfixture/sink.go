@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -62,6 +61,9 @@ type SinkOptions struct {
 	// so that millions of records fit in a few MiB (the benchmark's scale).
 	// Logs() then returns nothing.
 	MaxSeq int64
+	// Decoders decode HTTP bodies by Content-Encoding, beyond gzip (zstd in
+	// the end-to-end harness, which keeps that dependency out of unit tests).
+	Decoders map[string]func(io.Reader) (io.ReadCloser, error)
 }
 
 // Sink is an OTLP server (gRPC and HTTP) that keeps everything it is sent. It is
@@ -81,7 +83,8 @@ type Sink struct {
 	nLogs    int
 	nPoints  int
 	// refuse, when set, is returned for every request (a backend outage).
-	refuse error
+	refuse   error
+	decoders map[string]func(io.Reader) (io.ReadCloser, error)
 	// seqCount and seqFirst (unix nanos) are kept instead of logs with MaxSeq.
 	seqCount []uint8
 	seqFirst []int64
@@ -92,7 +95,7 @@ type Sink struct {
 // NewSink starts a sink on two free loopback ports. It is closed when the test ends.
 func NewSink(t tb.T, opts SinkOptions) *Sink {
 	t.Helper()
-	s := &Sink{tls: opts.TLS}
+	s := &Sink{tls: opts.TLS, decoders: opts.Decoders}
 	if opts.MaxSeq > 0 {
 		s.seqCount, s.seqFirst = make([]uint8, opts.MaxSeq), make([]int64, opts.MaxSeq)
 	}
@@ -445,8 +448,12 @@ func (s *Sink) handleHTTP(signal string) http.HandlerFunc {
 				return
 			}
 			body = zr
-		case "zstd":
-			zr, err := zstd.NewReader(body)
+		default:
+			dec := s.decoders[r.Header.Get("Content-Encoding")]
+			if dec == nil {
+				break // an unknown encoding is read as it is
+			}
+			zr, err := dec(body)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
