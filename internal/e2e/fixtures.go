@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"io"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"google.golang.org/grpc"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/tb"
@@ -27,13 +31,26 @@ type (
 // SeqAttr is the log record attribute that carries a sender's sequence number.
 const SeqAttr = otlpfixture.SeqAttr
 
-var (
-	FluentBitLogs      = otlpfixture.FluentBitLogs
-	FluentBitChunkLogs = otlpfixture.FluentBitChunkLogs
-	EncodeLogs         = otlpfixture.EncodeLogs
-	WaitFor            = otlpfixture.WaitFor
-	SendLogsGRPC       = otlpfixture.SendLogsGRPC
-)
+// FluentBitLogs builds n fluent-bit shaped records numbered from first.
+func FluentBitLogs(n int, first int64) plog.Logs { return otlpfixture.FluentBitLogs(n, first) }
+
+// FluentBitChunkLogs builds n records as deploy/fluent-bit sends a chunk.
+func FluentBitChunkLogs(n int, first int64) plog.Logs {
+	return otlpfixture.FluentBitChunkLogs(n, first)
+}
+
+// EncodeLogs encodes ld as an OTLP/HTTP request body.
+func EncodeLogs(ld plog.Logs, enc Encoding) (body []byte, contentType, contentEncoding string, err error) {
+	return otlpfixture.EncodeLogs(ld, enc)
+}
+
+// SendLogsGRPC exports ld over an existing connection.
+func SendLogsGRPC(ctx context.Context, cc *grpc.ClientConn, ld plog.Logs) error {
+	return otlpfixture.SendLogsGRPC(ctx, cc, ld)
+}
+
+// WaitFor polls cond until it holds or timeout passes, and reports which.
+func WaitFor(timeout time.Duration, cond func() bool) bool { return otlpfixture.WaitFor(timeout, cond) }
 
 // NewSink starts an OTLP sink (otlpfixture.NewSink) closed when the test ends.
 // It also decodes zstd, which exporters may be configured to send.

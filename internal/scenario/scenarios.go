@@ -125,37 +125,18 @@ type Kill9 struct {
 // least once.
 func RunKill9(t e2e.T, r *Rig, o Kill9, res *Result) {
 	t.Helper()
-	col := r.Start(t)
-	s := r.Sender(o.Workers, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s.Send(ctx, o.Chunks)
-
 	// Kill once the pipeline is busy: records acknowledged, some delivered, some
 	// still in the queue.
-	if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= o.KillAt && r.Sink.LogRecordCount() > 0 }) {
-		t.Fatalf("load did not get going: acked %d, delivered %d", s.AckedRecords(), r.Sink.LogRecordCount())
-	}
+	col, s, cancel := underLoad(t, r, o.Chunks, o.Workers, 0, o.KillAt)
+	defer cancel()
 	col.Kill()
-	ackedAtKill, deliveredAtKill := s.AckedRecords(), r.Sink.LogRecordCount()
-	res.note(t, "kill -9 with %d records acknowledged and %d delivered; restarted on the same queue directory", ackedAtKill, deliveredAtKill)
+	ackedAtKill := s.AckedRecords()
+	res.note(t, "kill -9 with %d records acknowledged and %d delivered; restarted on the same queue directory", ackedAtKill, r.Sink.LogRecordCount())
 
 	// The sender retries (connection refused) until the gateway is back; the
 	// load goes on for a while after the restart.
-	col2 := r.Start(t)
-	stop := cancel
-	if o.Drain {
-		stop = func() {}
-	} else if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= ackedAtKill+o.MoreAfterRestart }) {
-		t.Errorf("after the restart only %d records acknowledged (%d at the kill)", s.AckedRecords(), ackedAtKill)
-	}
-	res.settled(Settle(t, stop, s, o.Settle))
-	rep := ExpectDelivered(t, r.Sink, s.Acked(), o.Deliver)
-	res.delivered(rep)
+	rep := restart(t, r, s, cancel, o.Drain, func() bool { return s.AckedRecords() >= ackedAtKill+o.MoreAfterRestart }, o.Settle, o.Deliver, res)
 	res.note(t, "kill -9: %d duplicated deliveries (at-least-once)", rep.Duplicated)
-	if code, err := col2.Stop(time.Minute); err != nil || code != 0 {
-		t.Errorf("restarted collector: exit %d, %v\n%s", code, err, col2.Output())
-	}
 }
 
 // SIGTERM is the graceful-stop scenario at one scale.
@@ -177,14 +158,8 @@ type SIGTERM struct {
 // queue is not empty at shutdown and the restart has something to prove.
 func RunSIGTERM(t e2e.T, r *Rig, o SIGTERM, res *Result) {
 	t.Helper()
-	col := r.Start(t)
-	s := r.Sender(o.Workers, o.Rate)
-	ctx, cancel := context.WithCancel(context.Background())
+	col, s, cancel := underLoad(t, r, o.Chunks, o.Workers, o.Rate, o.StopAt)
 	defer cancel()
-	s.Send(ctx, o.Chunks)
-	if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= o.StopAt && r.Sink.LogRecordCount() > 0 }) {
-		t.Fatalf("load did not get going: acked %d, delivered %d", s.AckedRecords(), r.Sink.LogRecordCount())
-	}
 	r.Sink.Refuse(true)
 	time.Sleep(time.Second) // let acknowledged data pile up in the queue
 	signalled := time.Now()
@@ -199,18 +174,42 @@ func RunSIGTERM(t e2e.T, r *Rig, o SIGTERM, res *Result) {
 	}
 
 	r.Sink.Refuse(false)
-	col2 := r.Start(t)
+	rep := restart(t, r, s, cancel, o.Drain, func() bool { return s.AckedRecords() >= o.AckedAfterRestart }, o.Settle, o.Deliver, res)
+	res.note(t, "after restart: %d delivered in total, %d duplicated", rep.Received, rep.Duplicated)
+}
+
+// underLoad starts the gateway and a sender of chunks, and returns once at
+// least acked records are acknowledged and some delivered.
+func underLoad(t e2e.T, r *Rig, chunks []e2e.Chunk, workers int, rate float64, acked int) (*e2e.Collector, *e2e.Sender, context.CancelFunc) {
+	t.Helper()
+	col := r.Start(t)
+	s := r.Sender(workers, rate)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Send(ctx, chunks)
+	if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= acked && r.Sink.LogRecordCount() > 0 }) {
+		cancel()
+		t.Fatalf("load did not get going: acked %d, delivered %d", s.AckedRecords(), r.Sink.LogRecordCount())
+	}
+	return col, s, cancel
+}
+
+// restart starts the gateway again on the same queue directory, lets the load
+// go on until enough (with drain, until every chunk is sent), checks that every
+// acknowledged record arrives, and stops the gateway cleanly.
+func restart(t e2e.T, r *Rig, s *e2e.Sender, cancel context.CancelFunc, drain bool, enough func() bool, settle, deliver time.Duration, res *Result) e2e.LossReport {
+	t.Helper()
+	col := r.Start(t)
 	stop := cancel
-	if o.Drain {
+	if drain {
 		stop = func() {}
-	} else if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= o.AckedAfterRestart }) {
+	} else if !e2e.WaitFor(2*time.Minute, enough) {
 		t.Errorf("after the restart only %d records acknowledged", s.AckedRecords())
 	}
-	res.settled(Settle(t, stop, s, o.Settle))
-	rep := ExpectDelivered(t, r.Sink, s.Acked(), o.Deliver)
+	res.settled(Settle(t, stop, s, settle))
+	rep := ExpectDelivered(t, r.Sink, s.Acked(), deliver)
 	res.delivered(rep)
-	res.note(t, "after restart: %d delivered in total, %d duplicated", rep.Received, rep.Duplicated)
-	if code, err := col2.Stop(time.Minute); err != nil || code != 0 {
-		t.Errorf("restarted collector: exit %d, %v", code, err)
+	if code, err := col.Stop(time.Minute); err != nil || code != 0 {
+		t.Errorf("restarted collector: exit %d, %v\n%s", code, err, col.Output())
 	}
+	return rep
 }

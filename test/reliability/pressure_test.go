@@ -11,18 +11,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/scenario"
 )
-
-// Overload: 32 workers x 4,000-record chunks (about 4 MiB each, decoded) for
-// 20 s inside a 512 MiB memory cgroup, far more than the gateway sustains, so
-// requests pile up in the receiver (scenario.RunOverload says what is checked).
-func TestOverloadInMemoryCgroup(t *testing.T) {
-	scenario.RunOverload(t, newRig(t, "").Rig, scenario.Overload{
-		Limit: 512 << 20, Chunks: e2e.EncodeChunks(0, 60, 4000), Workers: 32,
-		Duration: 20 * time.Second, Settle: 3 * time.Minute, Deliver: 3 * time.Minute,
-	}, &scenario.Result{})
-}
 
 // Full queue volume: the queue volume fills up (an 8 MiB tmpfs) while the backend is
 // down. The receiver refuses with a retryable status and the collector says why;

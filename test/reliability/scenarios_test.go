@@ -8,7 +8,7 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/scenario"
 )
 
-// The durability scenarios at test scale (internal/scenario says what each
+// The scenarios of internal/scenario at test scale (the package says what each
 // checks; `make bench` runs them at full scale).
 
 // Backend outage: 2,000 records/s for 10 s against a refusing backend.
@@ -36,5 +36,15 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 		Chunks: e2e.EncodeChunks(0, 800, 100), Workers: 4, Rate: 8000,
 		StopAt: 10000, AckedAfterRestart: 50000,
 		Settle: 3 * time.Minute, Deliver: 3 * time.Minute,
+	}, &scenario.Result{})
+}
+
+// Overload: 32 workers x 4,000-record chunks (about 4 MiB each, decoded) for
+// 20 s inside a 512 MiB memory cgroup, far more than the gateway sustains, so
+// requests pile up in the receiver (scenario.RunOverload says what is checked).
+func TestOverloadInMemoryCgroup(t *testing.T) {
+	scenario.RunOverload(t, newRig(t, "").Rig, scenario.Overload{
+		Limit: 512 << 20, Chunks: e2e.EncodeChunks(0, 60, 4000), Workers: 32,
+		Duration: 20 * time.Second, Settle: 3 * time.Minute, Deliver: 3 * time.Minute,
 	}, &scenario.Result{})
 }
