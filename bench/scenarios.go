@@ -48,8 +48,8 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 	total := scenario.Records(satChunks)
 	maxSeq := satChunks[0].First + int64(total)
 	for _, v := range []string{"gateway", "upstream"} {
-		kill9 := scenario.Kill9{
-			Chunks: satChunks, Workers: 8, KillAt: total / 3, Drain: true,
+		kill9 := scenario.Restart{
+			Chunks: satChunks, Workers: 8, StopAt: total / 3, Drain: true,
 			Settle: 10 * time.Minute, Deliver: 5 * time.Minute,
 		}
 		run(&scenarioRun{Name: "kill -9 under load", Variant: v}, maxSeq, func(t *runTB, r *scenario.Rig, res *scenario.Result) {
@@ -57,7 +57,7 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 		})
 	}
 
-	sigterm := scenario.SIGTERM{
+	sigterm := scenario.Restart{
 		Chunks: satChunks, Workers: 8, StopAt: total / 3, Drain: true,
 		Settle: 10 * time.Minute, Deliver: 5 * time.Minute,
 	}

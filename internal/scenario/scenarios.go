@@ -108,13 +108,16 @@ func RunBackendOutage(t e2e.T, r *Rig, o Outage, res *Result) {
 	}
 }
 
-// Kill9 is the crash scenario at one scale.
-type Kill9 struct {
+// Restart is a stop-under-load-and-restart scenario (kill -9 or SIGTERM) at
+// one scale.
+type Restart struct {
 	Chunks  []e2e.Chunk
 	Workers int
-	KillAt  int // records acknowledged (and some delivered) when the gateway is killed
-	// MoreAfterRestart is how many more records the restarted gateway must
-	// acknowledge before the load stops; with Drain every chunk is sent instead.
+	Rate    float64 // records/s; 0 is as fast as the gateway answers
+	StopAt  int     // records acknowledged (and some delivered) when the gateway is stopped
+	// MoreAfterRestart is how many more records than at the stop must be
+	// acknowledged after the restart before the load stops; with Drain every
+	// chunk is sent instead.
 	MoreAfterRestart int
 	Drain            bool
 	Settle, Deliver  time.Duration
@@ -123,40 +126,26 @@ type Kill9 struct {
 // RunKill9 kills the gateway with SIGKILL under load and restarts it on the same
 // queue directory: every record the receiver acknowledged is delivered at
 // least once.
-func RunKill9(t e2e.T, r *Rig, o Kill9, res *Result) {
+func RunKill9(t e2e.T, r *Rig, o Restart, res *Result) {
 	t.Helper()
 	// Kill once the pipeline is busy: records acknowledged, some delivered, some
 	// still in the queue.
-	col, s, cancel := underLoad(t, r, o.Chunks, o.Workers, 0, o.KillAt)
+	col, s, cancel := underLoad(t, r, o.Chunks, o.Workers, o.Rate, o.StopAt)
 	defer cancel()
 	col.Kill()
-	ackedAtKill := s.AckedRecords()
-	res.note(t, "kill -9 with %d records acknowledged and %d delivered; restarted on the same queue directory", ackedAtKill, r.Sink.LogRecordCount())
+	res.note(t, "kill -9 with %d records acknowledged and %d delivered; restarted on the same queue directory", s.AckedRecords(), r.Sink.LogRecordCount())
 
 	// The sender retries (connection refused) until the gateway is back; the
 	// load goes on for a while after the restart.
-	rep := restart(t, r, s, cancel, o.Drain, func() bool { return s.AckedRecords() >= ackedAtKill+o.MoreAfterRestart }, o.Settle, o.Deliver, res)
+	rep := restart(t, r, s, cancel, o, res)
 	res.note(t, "kill -9: %d duplicated deliveries (at-least-once)", rep.Duplicated)
-}
-
-// SIGTERM is the graceful-stop scenario at one scale.
-type SIGTERM struct {
-	Chunks  []e2e.Chunk
-	Workers int
-	Rate    float64
-	StopAt  int // records acknowledged (and some delivered) when the signal is sent
-	// AckedAfterRestart is how many records in all must be acknowledged after
-	// the restart before the load stops; with Drain every chunk is sent instead.
-	AckedAfterRestart int
-	Drain             bool
-	Settle, Deliver   time.Duration
 }
 
 // RunSIGTERM stops the gateway with SIGTERM under load: everything acknowledged
 // is delivered or left in the persistent queue, and what was left is delivered
 // after a restart. The backend is refusing when the signal arrives, so the
 // queue is not empty at shutdown and the restart has something to prove.
-func RunSIGTERM(t e2e.T, r *Rig, o SIGTERM, res *Result) {
+func RunSIGTERM(t e2e.T, r *Rig, o Restart, res *Result) {
 	t.Helper()
 	col, s, cancel := underLoad(t, r, o.Chunks, o.Workers, o.Rate, o.StopAt)
 	defer cancel()
@@ -174,7 +163,7 @@ func RunSIGTERM(t e2e.T, r *Rig, o SIGTERM, res *Result) {
 	}
 
 	r.Sink.Refuse(false)
-	rep := restart(t, r, s, cancel, o.Drain, func() bool { return s.AckedRecords() >= o.AckedAfterRestart }, o.Settle, o.Deliver, res)
+	rep := restart(t, r, s, cancel, o, res)
 	res.note(t, "after restart: %d delivered in total, %d duplicated", rep.Received, rep.Duplicated)
 }
 
@@ -194,19 +183,20 @@ func underLoad(t e2e.T, r *Rig, chunks []e2e.Chunk, workers int, rate float64, a
 }
 
 // restart starts the gateway again on the same queue directory, lets the load
-// go on until enough (with drain, until every chunk is sent), checks that every
-// acknowledged record arrives, and stops the gateway cleanly.
-func restart(t e2e.T, r *Rig, s *e2e.Sender, cancel context.CancelFunc, drain bool, enough func() bool, settle, deliver time.Duration, res *Result) e2e.LossReport {
+// go on (o.MoreAfterRestart or o.Drain), checks that every acknowledged record
+// arrives, and stops the gateway cleanly.
+func restart(t e2e.T, r *Rig, s *e2e.Sender, cancel context.CancelFunc, o Restart, res *Result) e2e.LossReport {
 	t.Helper()
+	ackedAtStop := s.AckedRecords()
 	col := r.Start(t)
 	stop := cancel
-	if drain {
+	if o.Drain {
 		stop = func() {}
-	} else if !e2e.WaitFor(2*time.Minute, enough) {
-		t.Errorf("after the restart only %d records acknowledged", s.AckedRecords())
+	} else if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= ackedAtStop+o.MoreAfterRestart }) {
+		t.Errorf("after the restart only %d records acknowledged (%d at the stop)", s.AckedRecords(), ackedAtStop)
 	}
-	res.settled(Settle(t, stop, s, settle))
-	rep := ExpectDelivered(t, r.Sink, s.Acked(), deliver)
+	res.settled(Settle(t, stop, s, o.Settle))
+	rep := ExpectDelivered(t, r.Sink, s.Acked(), o.Deliver)
 	res.delivered(rep)
 	if code, err := col.Stop(time.Minute); err != nil || code != 0 {
 		t.Errorf("restarted collector: exit %d, %v\n%s", code, err, col.Output())
