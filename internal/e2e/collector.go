@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -52,6 +53,17 @@ func EnsureBinary() (string, error) {
 	}
 	p := filepath.Join(root, "bin", "otelcol-relay")
 	return p, os.Setenv(BinaryEnv, p)
+}
+
+// Main is a TestMain for packages that run the binary: it settles the binary
+// once (EnsureBinary), so every test in the package runs the same one, then
+// runs the tests.
+func Main(m *testing.M) {
+	if _, err := EnsureBinary(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
 }
 
 // Binary returns the binary EnsureBinary settled on.

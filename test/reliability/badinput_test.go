@@ -120,34 +120,32 @@ func (b *badInput) http(t *testing.T) {
 }
 
 func (b *badInput) grpc(t *testing.T) {
-	t.Run("malformed protobuf", func(t *testing.T) {
-		cc, err := e2e.DialGRPC(b.r.gw.GRPCAddr, b.r.rcv.Client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
-		var out []byte
-		err = cc.Invoke(context.Background(), "/opentelemetry.proto.collector.logs.v1.LogsService/Export", b.garbage, &out, grpc.ForceCodec(rawCodec{}))
-		if st := status.Convert(err); st.Code() == codes.OK || st.Code() == codes.Unavailable {
-			t.Errorf("malformed protobuf over gRPC: %v, want a non-retryable error status", err)
-		} else {
-			t.Logf("%s: %s", st.Code(), st.Message())
-		}
-	})
-	t.Run("oversized message", func(t *testing.T) {
-		cc, err := e2e.DialGRPC(b.r.gw.GRPCAddr, b.r.rcv.Client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
-		var out []byte
-		err = cc.Invoke(context.Background(), "/opentelemetry.proto.collector.logs.v1.LogsService/Export", b.oversized, &out, grpc.ForceCodec(rawCodec{}))
-		if st := status.Convert(err); st.Code() != codes.ResourceExhausted {
-			t.Errorf("9 MiB message over gRPC: %v, want ResourceExhausted", err)
-		} else {
-			t.Logf("%s: %s", st.Code(), st.Message())
-		}
-	})
+	for _, tc := range []struct {
+		name, what string
+		body       []byte
+		ok         func(codes.Code) bool
+		want       string
+	}{
+		{"malformed protobuf", "malformed protobuf", b.garbage,
+			func(c codes.Code) bool { return c != codes.OK && c != codes.Unavailable }, "a non-retryable error status"},
+		{"oversized message", "9 MiB message", b.oversized,
+			func(c codes.Code) bool { return c == codes.ResourceExhausted }, "ResourceExhausted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc, err := e2e.DialGRPC(b.r.gw.GRPCAddr, b.r.rcv.Client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			var out []byte
+			err = cc.Invoke(context.Background(), "/opentelemetry.proto.collector.logs.v1.LogsService/Export", tc.body, &out, grpc.ForceCodec(rawCodec{}))
+			if st := status.Convert(err); !tc.ok(st.Code()) {
+				t.Errorf("%s over gRPC: %v, want %s", tc.what, err, tc.want)
+			} else {
+				t.Logf("%s: %s", st.Code(), st.Message())
+			}
+		})
+	}
 }
 
 func (b *badInput) slowHeaders(t *testing.T) {
