@@ -27,10 +27,8 @@ type fatal struct{ msg string }
 func newTB(name string) *runTB { return &runTB{name: name} }
 
 func (t *runTB) Helper()                         {}
-func (t *runTB) Name() string                    { return t.name }
 func (t *runTB) Failed() bool                    { return t.failed }
 func (t *runTB) Cleanup(f func())                { t.cleanups = append(t.cleanups, f) }
-func (t *runTB) Log(args ...any)                 { log.Print(append([]any{t.name + ": "}, args...)...) }
 func (t *runTB) Logf(format string, args ...any) { log.Printf(t.name+": "+format, args...) }
 func (t *runTB) Errorf(format string, args ...any) {
 	t.failed = true
