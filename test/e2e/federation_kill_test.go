@@ -56,7 +56,7 @@ func newFederationRig(t *testing.T, interval time.Duration, env ...string) *fede
 			"RELAY_FEDERATION_CA_FILE="+caFile,
 			// Prometheus durations have no fractions: milliseconds.
 			fmt.Sprintf("RELAY_FEDERATION_INTERVAL=%dms", interval.Milliseconds()),
-			fmt.Sprintf("RELAY_FEDERATION_TIMEOUT=%dms", (interval * 4 / 5).Milliseconds()),
+			fmt.Sprintf("RELAY_FEDERATION_TIMEOUT=%dms", (interval*4/5).Milliseconds()),
 		), env...),
 	})
 	return &federationRig{prom: prom, sink: sink, gw: gw, args: []string{"--config=" + gatewayConfig("federation.yaml")}, interval: interval}
