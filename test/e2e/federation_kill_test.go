@@ -25,7 +25,9 @@ type federationRig struct {
 	interval time.Duration
 }
 
-func newFederationRig(t *testing.T, interval time.Duration, env ...string) *federationRig {
+// newFederationRig scrapes targets (the demo target when none) with a Prometheus
+// scraping every promInterval (1s when zero), and federates every interval.
+func newFederationRig(t *testing.T, interval time.Duration, targets []string, promInterval time.Duration, env ...string) *federationRig {
 	t.Helper()
 	// HTTPS, as federation refuses to send its token in clear text; Prometheus
 	// itself ignores the token (no authenticating proxy: not the subject here).
@@ -37,12 +39,15 @@ func newFederationRig(t *testing.T, interval time.Duration, env ...string) *fede
 	testcerts.WriteFile(t, certFile, server.CertPEM)
 	testcerts.WriteFile(t, keyFile, server.KeyPEM)
 	testcerts.WriteFile(t, token, []byte(federationToken+"\n"))
-	target := e2e.NewDemoTarget(t)
+	rules := ""
+	if len(targets) == 0 {
+		targets, rules = []string{e2e.NewDemoTarget(t).Addr}, e2e.DemoRules
+	}
 	prom := e2e.StartPrometheus(t, e2e.PrometheusOptions{
-		Targets: []string{target.Addr}, Rules: e2e.DemoRules,
+		Targets: targets, Rules: rules, Interval: promInterval,
 		TLS: &e2e.PrometheusTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile},
 	})
-	prom.WaitForQuery(t, `demo_temperature_celsius`, time.Minute)
+	prom.WaitForQuery(t, `up == 1`, time.Minute)
 	backend := e2e.NewBackendTLS(t, "default")
 	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
 	gw := e2e.NewGateway(t, e2e.GatewayOptions{
@@ -130,7 +135,7 @@ func (f *federationRig) metricsQueueBytes() float64 {
 //     (it counts in the gap).
 func TestFederationPodKilled(t *testing.T) {
 	const interval = 3 * time.Second
-	f := newFederationRig(t, interval)
+	f := newFederationRig(t, interval, nil, 0)
 	col := f.start(t)
 	if !e2e.WaitFor(time.Minute, func() bool { return len(f.scrapeTimes()) >= 3 }) {
 		t.Fatalf("fewer than 3 federation scrapes reached the backend within a minute: %v", f.scrapeTimes())
