@@ -26,7 +26,9 @@ func TestFederationBackendOutageQueueFull(t *testing.T) {
 
 	f.sink.Refuse(true)
 	outage := time.Now()
-	refused := func() float64 { return max(0, e2e.MetricSum(f.gw.MetricsAddr, "otelcol_receiver_refused_metric_points")) }
+	refused := func() float64 {
+		return max(0, e2e.MetricSum(f.gw.MetricsAddr, "otelcol_receiver_refused_metric_points"))
+	}
 	r0 := refused()
 	// Until at least two scrapes have been refused on the full queue.
 	last, accepted, refusals := f.acceptedPoints(), 0, 0
@@ -78,4 +80,3 @@ func TestFederationBackendOutageQueueFull(t *testing.T) {
 		t.Fatal("federation exited with a full queue")
 	}
 }
-
