@@ -99,6 +99,12 @@ func TestFederationCapacity(t *testing.T) {
 	}) {
 		t.Fatalf("prometheus does not hold the %d series of the target", target.Series)
 	}
+	// OTELCOL_RELAY_FEDERATION_QUEUE=memory measures the alternative the README
+	// rejects: the same bound, in memory (no storage).
+	inMemory := os.Getenv("OTELCOL_RELAY_FEDERATION_QUEUE") == "memory"
+	if inMemory {
+		f.args = append(f.args, "--config="+e2e.WriteConfig(t, "exporters: {otlp_http/default: {sending_queue: {storage: null}}}\n"))
+	}
 	col := f.start(t)
 	sampler := e2e.SampleProc(col.PID(), 200*time.Millisecond)
 	defer sampler.Stop()
@@ -147,10 +153,13 @@ func TestFederationCapacity(t *testing.T) {
 	// Backend down: each scrape lands in the persistent queue.
 	f.sink.Refuse(true)
 	steps(1)
-	q0, d0 := f.metricsQueueBytes(), e2e.DirBytes(f.gw.QueueDir)
+	q0, d0, a0 := f.metricsQueueBytes(), e2e.DirBytes(f.gw.QueueDir), procAnon(t, col.PID())
 	steps(2)
 	perScrape := (f.metricsQueueBytes() - q0) / 2
 	disk := float64(e2e.DirBytes(f.gw.QueueDir)-d0) / 2
+	anon := float64(procAnon(t, col.PID())-a0) / 2
+	t.Logf("backend down, queue in memory %v: anonymous RSS grows %.1f MiB per scrape (%.0f bytes per series), now %.0f MiB",
+		inMemory, anon/(1<<20), anon/float64(target.Series), e2e.MiB(procAnon(t, col.PID())))
 	const queueBound = 2 << 30 // config/federation.yaml's default
 	t.Logf("backend down: each scrape adds %.1f MiB to the queue (%.0f bytes per series; %.1f MiB on disk); a 2 GiB queue holds %.0f scrapes of this size, %.0f min at 2 scrapes a minute; at %d series %.0f min",
 		perScrape/(1<<20), perScrape/float64(target.Series), disk/(1<<20), queueBound/perScrape, queueBound/perScrape/2,
@@ -167,4 +176,13 @@ func procCPU(t *testing.T, pid int) time.Duration {
 		t.Fatal(err)
 	}
 	return st.CPU
+}
+
+func procAnon(t *testing.T, pid int) int64 {
+	t.Helper()
+	st, err := e2e.ReadProc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Anon
 }
