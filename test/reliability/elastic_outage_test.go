@@ -46,7 +46,7 @@ func TestScaleUpDuringBackendOutage(t *testing.T) {
 	f.waitFull(t, []int{2, 3}, queueBytes)
 	for i, c := range f.cols {
 		if !c.Running() {
-			t.Fatalf("relay %d exited with its queue full:\n%s", i, tail(c.Output(), 4000))
+			t.Fatalf("relay %d exited with its queue full:\n%s", i, e2e.Tail(c.Output(), 4000))
 		}
 	}
 	if got := f.sink.LogRecordCount(); got != 0 {
