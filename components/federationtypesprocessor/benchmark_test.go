@@ -33,16 +33,9 @@ func benchFederation(targets int) (pmetric.Metrics, []byte, *metadataSnapshot) {
 		rm.Resource().Attributes().PutStr("service.instance.id", instance)
 		sm := rm.ScopeMetrics().AppendEmpty()
 		sm.Scope().SetName("github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver")
-		metrics := map[string]pmetric.Metric{}
+		gs := newGauges(sm)
 		add := func(name string, v float64, kv ...string) {
-			m, ok := metrics[name]
-			if !ok {
-				m = sm.Metrics().AppendEmpty()
-				m.SetName(name)
-				m.SetEmptyGauge()
-				metrics[name] = m
-			}
-			dp := m.Gauge().DataPoints().AppendEmpty()
+			dp := gs.point(name)
 			dp.SetTimestamp(ts)
 			dp.SetDoubleValue(v)
 			fmt.Fprintf(&text, "%s{", name)
@@ -144,8 +137,7 @@ func BenchmarkFederateParseFloor(b *testing.B) {
 				points = 0
 				p := textparse.NewPromParser(body, st, false)
 				md := pmetric.NewMetrics()
-				sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
-				metrics := map[string]pmetric.Metric{}
+				gs := newGauges(md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty())
 				var lset labels.Labels
 				for {
 					e, err := p.Next()
@@ -157,15 +149,7 @@ func BenchmarkFederateParseFloor(b *testing.B) {
 					}
 					_, tsp, v := p.Series()
 					p.Labels(&lset)
-					name := lset.Get(labels.MetricName)
-					m, ok := metrics[name]
-					if !ok {
-						m = sm.Metrics().AppendEmpty()
-						m.SetName(name)
-						m.SetEmptyGauge()
-						metrics[name] = m
-					}
-					dp := m.Gauge().DataPoints().AppendEmpty()
+					dp := gs.point(lset.Get(labels.MetricName))
 					dp.SetDoubleValue(v)
 					if tsp != nil {
 						dp.SetTimestamp(pcommon.Timestamp(*tsp * int64(time.Millisecond)))

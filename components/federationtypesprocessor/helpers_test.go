@@ -82,6 +82,13 @@ type testProcessor struct {
 	clock time.Time
 }
 
+// newDemoProcessor is a started processor whose metadata server answers
+// demoMetadata.
+func newDemoProcessor(t *testing.T) *testProcessor {
+	t.Helper()
+	return newTestProcessor(t, newMetadataServer(t, demoMetadata).URL, nil)
+}
+
 // newTestProcessor builds the processor against endpoint and starts it, so the
 // first metadata read has happened when it returns.
 func newTestProcessor(t *testing.T, endpoint string, mod func(*Config)) *testProcessor {
@@ -144,10 +151,32 @@ func newFactoryProcessor(t *testing.T, endpoint string) (processor.Metrics, *con
 // federation scrape: one resource per original job/instance, the receiver's
 // scope, and every series a Gauge of doubles.
 type scrape struct {
-	md  pmetric.Metrics
-	sm  pmetric.ScopeMetrics
-	ts  pcommon.Timestamp
-	got map[string]pmetric.Metric
+	md     pmetric.Metrics
+	ts     pcommon.Timestamp
+	gauges gauges
+}
+
+// gauges appends gauge points to a scope, one metric a name, the way the
+// prometheus receiver turns untyped federated series into pdata.
+type gauges struct {
+	sm     pmetric.ScopeMetrics
+	byName map[string]pmetric.Metric
+}
+
+func newGauges(sm pmetric.ScopeMetrics) gauges {
+	return gauges{sm: sm, byName: map[string]pmetric.Metric{}}
+}
+
+// point appends a point to name's gauge, adding the gauge on first use.
+func (g gauges) point(name string) pmetric.NumberDataPoint {
+	m, ok := g.byName[name]
+	if !ok {
+		m = g.sm.Metrics().AppendEmpty()
+		m.SetName(name)
+		m.SetEmptyGauge()
+		g.byName[name] = m
+	}
+	return m.Gauge().DataPoints().AppendEmpty()
 }
 
 func newScrape(ts time.Time) *scrape {
@@ -162,19 +191,12 @@ func newScrape(ts time.Time) *scrape {
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName("github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver")
 	sm.Scope().SetVersion("0.165.1")
-	return &scrape{md: md, sm: sm, ts: pcommon.NewTimestampFromTime(ts), got: map[string]pmetric.Metric{}}
+	return &scrape{md: md, ts: pcommon.NewTimestampFromTime(ts), gauges: newGauges(sm)}
 }
 
 // add appends a gauge point; kv are attribute pairs.
 func (s *scrape) add(name string, v float64, kv ...string) pmetric.NumberDataPoint {
-	m, ok := s.got[name]
-	if !ok {
-		m = s.sm.Metrics().AppendEmpty()
-		m.SetName(name)
-		m.SetEmptyGauge()
-		s.got[name] = m
-	}
-	dp := m.Gauge().DataPoints().AppendEmpty()
+	dp := s.gauges.point(name)
 	dp.SetTimestamp(s.ts)
 	dp.SetDoubleValue(v)
 	for i := 0; i+1 < len(kv); i += 2 {

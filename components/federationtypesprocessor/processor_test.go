@@ -18,8 +18,7 @@ import (
 var t0 = time.Unix(1_700_000_000, 0)
 
 func TestCounterBecomesMonotonicCumulativeSum(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 
 	s := newScrape(t0)
 	s.add("demo_requests_total", 42, "path", "/a")
@@ -95,8 +94,7 @@ func sumByType(m metricdata.Metrics) map[string]int64 {
 }
 
 func TestHistogramSeriesBecomeOneHistogram(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 
 	les := []string{"0.05", "0.1", "0.25", "0.5", "1", "2.5", "+Inf"}
 	s := newScrape(t0)
@@ -159,8 +157,7 @@ func TestHistogramSeriesBecomeOneHistogram(t *testing.T) {
 }
 
 func TestHistogramWithoutInfBucketUsesCount(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 	s := newScrape(t0)
 	s.histogram("demo_request_duration_seconds", []string{"1", "2"}, []float64{1, 3}, 4.5, 5)
 	dp := mustMetric(t, p.process(t, s.md), "demo_request_duration_seconds", pmetric.MetricTypeHistogram).Histogram().DataPoints().At(0)
@@ -174,8 +171,7 @@ func TestHistogramWithoutInfBucketUsesCount(t *testing.T) {
 
 // Series that cannot form a valid data point stay exactly as they came.
 func TestInconsistentHistogramIsLeftAlone(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 	cases := map[string]func(s *scrape){
 		"decreasing buckets": func(s *scrape) {
 			s.histogram("demo_request_duration_seconds", []string{"1", "+Inf"}, []float64{5, 3}, 1, 3)
@@ -209,8 +205,7 @@ func TestInconsistentHistogramIsLeftAlone(t *testing.T) {
 
 // Only the complete group is merged; an incomplete one next to it stays.
 func TestPartialGroupsStayAsGauges(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 	s := newScrape(t0)
 	s.histogram("demo_request_duration_seconds", []string{"1", "+Inf"}, []float64{1, 3}, 1, 3, "path", "/ok")
 	s.add("demo_request_duration_seconds_sum", 2, "path", "/broken")
@@ -232,8 +227,7 @@ func TestPartialGroupsStayAsGauges(t *testing.T) {
 }
 
 func TestSummarySeriesBecomeOneSummary(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 	s := newScrape(t0)
 	s.add("demo_response_size_bytes", 800, "quantile", "0.99")
 	s.add("demo_response_size_bytes", 400, "quantile", "0.5")
@@ -264,8 +258,7 @@ func TestSummarySeriesBecomeOneSummary(t *testing.T) {
 }
 
 func TestGaugesUnknownAndRecordingRulesStay(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 	s := newScrape(t0)
 	s.add("demo_temperature_celsius", 21.5, "room", "lab")
 	s.add("job:demo_queue_depth:sum", 7, "job", "demo")
@@ -284,8 +277,7 @@ func TestGaugesUnknownAndRecordingRulesStay(t *testing.T) {
 }
 
 func TestAmbiguousFamilyIsLeftAloneAndCounted(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 	s := newScrape(t0)
 	s.add("shared_name", 5)
 	before := protoBytes(t, s.md)
@@ -303,8 +295,7 @@ func TestAmbiguousFamilyIsLeftAloneAndCounted(t *testing.T) {
 }
 
 func TestStaleMarkersKeepStartAndForgetSeries(t *testing.T) {
-	srv := newMetadataServer(t, demoMetadata)
-	p := newTestProcessor(t, srv.URL, nil)
+	p := newDemoProcessor(t)
 	s := newScrape(t0)
 	s.add("demo_requests_total", 42)
 	p.process(t, s.md)
