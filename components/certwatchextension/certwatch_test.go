@@ -152,7 +152,7 @@ func TestStartFailsOnInvalidMaterial(t *testing.T) {
 
 func TestStartFailsOnMissingFiles(t *testing.T) {
 	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
+	f.writeValid(t)
 	for _, name := range []string{"ca.crt", "tls.crt", "tls.key"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := *f.cfg
@@ -196,7 +196,7 @@ func TestRotation(t *testing.T) {
 			write(f.files(f.serverCA.CertPEM, f.client))
 			e := startExt(t, f.cfg)
 
-			sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
+			sink := f.sink(t)
 			client, _ := e.httpClient(t)
 			require.NoError(t, postLogs(client, sink.HTTPAddr))
 			assert.Equal(t, f.client.Serial(), lastPeerSerial(sink))
@@ -227,7 +227,7 @@ func TestRotation(t *testing.T) {
 
 func TestPollBackstop(t *testing.T) {
 	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
+	f.writeValid(t)
 	f.cfg.PollInterval = 200 * time.Millisecond
 	e := newExt(t, f.cfg)
 	e.watchFS = false
@@ -243,10 +243,8 @@ func TestPollBackstop(t *testing.T) {
 // running extension: it is rejected, counted and logged, and handshakes keep
 // using the previous material.
 func TestInvalidMaterialKeepsLastGood(t *testing.T) {
-	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
-	e := startExt(t, f.cfg)
-	sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
+	f, e := newStarted(t)
+	sink := f.sink(t)
 	client, tr := e.httpClient(t)
 
 	failures := int64(0)
@@ -284,10 +282,8 @@ func TestInvalidMaterialKeepsLastGood(t *testing.T) {
 // then the bundle with the old and the new CA is written and delivery resumes,
 // over HTTP and over gRPC.
 func TestCARotation(t *testing.T) {
-	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
-	e := startExt(t, f.cfg)
-	sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
+	f, e := newStarted(t)
+	sink := f.sink(t)
 	client, tr := e.httpClient(t)
 	cc := e.grpcConn(t, sink.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	ctx := context.Background()
@@ -319,10 +315,8 @@ func TestCARotation(t *testing.T) {
 // default TLS config for https://), and that each new connection presents the
 // certificate current at its handshake.
 func TestGRPCCredentialsWin(t *testing.T) {
-	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
-	e := startExt(t, f.cfg)
-	sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
+	f, e := newStarted(t)
+	sink := f.sink(t)
 	ctx := context.Background()
 	for name, first := range map[string]grpc.DialOption{
 		"insecure":    grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -343,7 +337,7 @@ func TestGRPCCredentialsWin(t *testing.T) {
 
 func TestServerNameOverride(t *testing.T) {
 	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
+	f.writeValid(t)
 	f.cfg.ServerNameOverride = "otlp.example.com"
 	e := startExt(t, f.cfg)
 	sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t,
@@ -363,9 +357,7 @@ func TestServerNameOverride(t *testing.T) {
 }
 
 func TestHTTPMiddlewareMustBeLast(t *testing.T) {
-	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
-	e := startExt(t, f.cfg)
+	_, e := newStarted(t)
 	wrap, err := e.GetHTTPRoundTripper(context.Background())
 	require.NoError(t, err)
 	_, err = wrap(context.Background(), roundTripperFunc(http.DefaultTransport.RoundTrip))
@@ -388,7 +380,7 @@ func TestMiddlewareBeforeStart(t *testing.T) {
 
 func TestTelemetry(t *testing.T) {
 	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
+	f.writeValid(t)
 	before := time.Now()
 	e := startExt(t, f.cfg)
 
@@ -430,7 +422,7 @@ func TestTelemetry(t *testing.T) {
 func TestShutdownStopsGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
+	f.writeValid(t)
 	f.cfg.PollInterval = 100 * time.Millisecond
 	e := newExt(t, f.cfg)
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))

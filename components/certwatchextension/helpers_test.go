@@ -3,6 +3,7 @@ package certwatchextension
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,6 +48,34 @@ func newFixture(t testing.TB) *fixture {
 	// through the poll by accident.
 	f.cfg.PollInterval = time.Hour
 	return f
+}
+
+// newStarted is a fixture with its files written and the extension started
+// on them.
+func newStarted(t *testing.T) (*fixture, *started) {
+	t.Helper()
+	f := newFixture(t)
+	f.writeValid(t)
+	return f, startExt(t, f.cfg)
+}
+
+// writeValid writes the server CA and the client key pair, atomically.
+func (f *fixture) writeValid(t testing.TB) {
+	t.Helper()
+	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
+}
+
+// serverTLS serves a certificate from the server CA and requires one from the
+// client CA.
+func (f *fixture) serverTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	return testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)
+}
+
+// sink is an OTLP sink behind serverTLS.
+func (f *fixture) sink(t testing.TB) *otlpfixture.Sink {
+	t.Helper()
+	return otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: f.serverTLS(t)})
 }
 
 func (f *fixture) files(ca []byte, kp *testcerts.KeyPair) map[string][]byte {

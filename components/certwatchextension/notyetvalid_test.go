@@ -20,9 +20,7 @@ import (
 func TestNotYetValidTakenWhenValid(t *testing.T) {
 	for _, which := range []string{"client certificate", "CA bundle"} {
 		t.Run(which, func(t *testing.T) {
-			f := newFixture(t)
-			testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
-			e := startExt(t, f.cfg)
+			f, e := newStarted(t)
 
 			// x509 keeps whole seconds: NotBefore is 2 to 3 s ahead,
 			// time enough to see the rejection on a loaded machine.

@@ -23,10 +23,8 @@ import (
 func TestNoRequestOnOldConnection(t *testing.T) {
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
 		t.Run(proto, func(t *testing.T) {
-			f := newFixture(t)
-			testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
-			e := startExt(t, f.cfg)
-			srv := newRecordingServer(t, testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA), proto == "HTTP/2.0")
+			f, e := newStarted(t)
+			srv := newRecordingServer(t, f.serverTLS(t), proto == "HTTP/2.0")
 			client, _ := e.httpClient(t)
 
 			require.NoError(t, srv.get(client, "/"))

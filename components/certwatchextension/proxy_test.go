@@ -31,12 +31,12 @@ import (
 // server. The server must not get a request presenting the new certificate.
 func TestHandshakeUsesOneVersion(t *testing.T) {
 	f := newFixture(t)
-	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
+	f.writeValid(t)
 	// By name: through a proxy, net/http verifies an IP endpoint by an empty
 	// SNI name, which certwatch refuses (not what this test is about).
 	f.cfg.ServerNameOverride = "localhost"
 	e := startExt(t, f.cfg)
-	cfg := testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)
+	cfg := f.serverTLS(t)
 	cfg.MaxVersion = tls.VersionTLS12 // its handshake messages can be told apart on the wire
 	srv := newRecordingServer(t, cfg, false)
 	p := newPausingProxy(t)
