@@ -18,8 +18,10 @@ import (
 
 // queueMetrics serves a Prometheus exposition whose exporter queue size the test
 // sets, like the collector's own telemetry endpoint.
-func queueMetrics(t *testing.T, size *atomic.Int64) string {
+func queueMetrics(t *testing.T, queued int64) (string, *atomic.Int64) {
 	t.Helper()
+	size := new(atomic.Int64)
+	size.Store(queued)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "# TYPE otelcol_exporter_queue_size gauge\n"+
 			"otelcol_exporter_queue_size{data_type=\"logs\",exporter=\"otlp_http/default\",otel_scope_name=\"x\"} %d\n"+
@@ -27,7 +29,15 @@ func queueMetrics(t *testing.T, size *atomic.Int64) string {
 			"otelcol_exporter_queue_size_total_bogus 99\n", size.Load())
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/metrics"
+	return srv.URL + "/metrics", size
+}
+
+// drainConfig polls the queue metrics at metricsURL every 20 ms.
+func drainConfig(metricsURL string) *Config {
+	cfg := createDefaultConfig()
+	cfg.Drain.MetricsURL = metricsURL
+	cfg.Drain.PollInterval = 20 * time.Millisecond
+	return cfg
 }
 
 func startDraining(t *testing.T, cfg *Config) (*admission, string) {
@@ -46,13 +56,11 @@ func startDraining(t *testing.T, cfg *Config) (*admission, string) {
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	ans := <-getAsync(t, url)
+	if ans.code == 0 {
+		t.Fatal(ans.body)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return ans.code, ans.body
 }
 
 type answer struct {
@@ -76,11 +84,8 @@ func getAsync(t *testing.T, url string) <-chan answer {
 }
 
 func TestDrainRefusesNewRequestsAndWaitsForTheQueue(t *testing.T) {
-	var size atomic.Int64
-	size.Store(4096)
-	cfg := createDefaultConfig()
-	cfg.Drain.MetricsURL = queueMetrics(t, &size)
-	cfg.Drain.PollInterval = 20 * time.Millisecond
+	metricsURL, size := queueMetrics(t, 4096)
+	cfg := drainConfig(metricsURL)
 	a, drainURL := startDraining(t, cfg)
 	srv := httptest.NewServer(wrapOK(t, a))
 	defer srv.Close()
@@ -124,11 +129,8 @@ func TestDrainRefusesNewRequestsAndWaitsForTheQueue(t *testing.T) {
 }
 
 func TestDrainGivesUpAndSaysWhatIsLeft(t *testing.T) {
-	var size atomic.Int64
-	size.Store(123456)
-	cfg := createDefaultConfig()
-	cfg.Drain.MetricsURL = queueMetrics(t, &size)
-	cfg.Drain.PollInterval = 20 * time.Millisecond
+	metricsURL, _ := queueMetrics(t, 123456)
+	cfg := drainConfig(metricsURL)
 	cfg.Drain.Timeout = time.Second
 	_, drainURL := startDraining(t, cfg)
 	code, body := get(t, drainURL+"/drain")
@@ -140,9 +142,7 @@ func TestDrainGivesUpAndSaysWhatIsLeft(t *testing.T) {
 func TestDrainWithoutQueueMetricWaitsAndSaysWhy(t *testing.T) {
 	empty := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer empty.Close()
-	cfg := createDefaultConfig()
-	cfg.Drain.MetricsURL = empty.URL
-	cfg.Drain.PollInterval = 20 * time.Millisecond
+	cfg := drainConfig(empty.URL)
 	cfg.Drain.Timeout = time.Second
 	_, drainURL := startDraining(t, cfg)
 	code, body := get(t, drainURL+"/drain")
