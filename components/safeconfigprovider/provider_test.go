@@ -262,38 +262,33 @@ processors:
 // Every element of a list is checked: scrape params and Prometheus http_headers
 // (issue 10 item 7).
 func TestCredentialLists(t *testing.T) {
-	expectRefused(t, `receivers:
+	// One scrape config; apiKey and headers are the lists under test.
+	scrapeConfig := func(apiKey, headers string) string {
+		return `receivers:
   prometheus/federation:
     config:
       scrape_configs:
         - job_name: federate
           params:
             "match[]": ['{job="a"}']
-            api_key: ["${env:KEY}", `+secret+`]
+            api_key: ` + apiKey + `
           http_headers:
-            X-Api-Key:
+` + headers
+	}
+	expectRefused(t, scrapeConfig(`["${env:KEY}", `+secret+`]`, `            X-Api-Key:
               values: [`+secret+`]
             X-Tenant:
               values: [tenant-a]
               secrets: [`+secret+`]
-`,
+`),
 		"receivers::prometheus/federation::config::scrape_configs[0]::params::api_key[1] is a credential written as a literal value",
 		"receivers::prometheus/federation::config::scrape_configs[0]::http_headers::X-Api-Key::values[0] is a credential written as a literal value",
 		"receivers::prometheus/federation::config::scrape_configs[0]::http_headers::X-Tenant::secrets[0] is a credential written as a literal value",
 	)
-	expectAccepted(t, `receivers:
-  prometheus/federation:
-    config:
-      scrape_configs:
-        - job_name: federate
-          params:
-            "match[]": ['{job="a"}']
-            api_key: ["${env:KEY}"]
-          http_headers:
-            X-Api-Key:
+	expectAccepted(t, scrapeConfig(`["${env:KEY}"]`, `            X-Api-Key:
               files: [/var/run/secrets/key]
               secrets: ["${env:KEY}"]
             X-Tenant:
               values: [tenant-a]
-`)
+`))
 }
