@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/grpc"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
@@ -83,6 +84,17 @@ func startRelay(t *testing.T) *relay {
 		"T_SINK=" + sink.GRPCAddr, "T_METRICS_PORT=" + strconv.Itoa(metricsPort),
 	}})
 	return r
+}
+
+// dialGRPC connects to the relay's OTLP gRPC receiver until the test ends.
+func (r *relay) dialGRPC(t *testing.T) *grpc.ClientConn {
+	t.Helper()
+	cc, err := e2e.DialGRPC(r.grpcAddr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
 }
 
 func TestComponentsListsEveryComponent(t *testing.T) {
@@ -176,11 +188,7 @@ func recordsBySeq(lds []plog.Logs) map[int64][]struct {
 func TestLogsArriveUnchanged(t *testing.T) {
 	r := startRelay(t)
 	ctx := context.Background()
-	cc, err := e2e.DialGRPC(r.grpcAddr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := r.dialGRPC(t)
 	client := e2e.NewHTTPClient(r.httpURL, nil)
 
 	const perVariant = 250
@@ -270,11 +278,7 @@ func testMetrics(variant string) pmetric.Metrics {
 func TestMetricsArriveUnchanged(t *testing.T) {
 	r := startRelay(t)
 	ctx := context.Background()
-	cc, err := e2e.DialGRPC(r.grpcAddr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := r.dialGRPC(t)
 	if _, err := pmetricotlp.NewGRPCClient(cc).Export(ctx, pmetricotlp.NewExportRequestFromMetrics(testMetrics("grpc"))); err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +289,7 @@ func TestMetricsArriveUnchanged(t *testing.T) {
 	}{{"http-protobuf", false}, {"http-json", true}} {
 		req := pmetricotlp.NewExportRequestFromMetrics(testMetrics(v.name))
 		var body []byte
+		var err error
 		ct := "application/x-protobuf"
 		if v.json {
 			body, err = req.MarshalJSON()
