@@ -121,12 +121,8 @@ type certManagerObjects struct {
 
 func renderCertManager(t *testing.T, dir string) certManagerObjects {
 	t.Helper()
-	out, err := execOutput("kubectl", "kustomize", dir)
-	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
-	}
 	r := certManagerObjects{clusterIssuers: map[string]cmClusterIssuer{}, bundles: map[string]tmBundle{}}
-	for _, doc := range strings.Split(out, "\n---\n") {
+	for _, doc := range kustomizeDocs(t, dir) {
 		var head struct {
 			Kind     string `json:"kind"`
 			Metadata struct{ Name, Namespace string }
@@ -152,13 +148,9 @@ func renderCertManager(t *testing.T, dir string) certManagerObjects {
 			mustUnmarshalLoose(t, doc, &b)
 			r.bundles[head.Metadata.Name] = b.Spec
 		case "StatefulSet":
-			var s appsv1.StatefulSet
-			mustUnmarshal(t, doc, &s)
-			r.sts = append(r.sts, s)
+			appendDoc(t, doc, &r.sts)
 		case "DaemonSet":
-			var d appsv1.DaemonSet
-			mustUnmarshal(t, doc, &d)
-			r.ds = append(r.ds, d)
+			appendDoc(t, doc, &r.ds)
 		}
 		if head.Kind != "" && head.Metadata.Namespace == "" && !clusterScoped[head.Kind] {
 			t.Errorf("%s: %s %s has no namespace: kubectl would put it in the current context's", dir, head.Kind, head.Metadata.Name)

@@ -44,12 +44,8 @@ type rendered struct {
 
 func kustomize(t *testing.T, dir string) rendered {
 	t.Helper()
-	out, err := execOutput("kubectl", "kustomize", dir)
-	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
-	}
 	r := rendered{configMaps: map[string]corev1.ConfigMap{}}
-	for _, doc := range strings.Split(out, "\n---\n") {
+	for _, doc := range kustomizeDocs(t, dir) {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 			t.Fatalf("%s: %v", dir, err)
@@ -60,28 +56,36 @@ func kustomize(t *testing.T, dir string) rendered {
 			mustUnmarshal(t, doc, &cm)
 			r.configMaps[cm.Name] = cm
 		case "StatefulSet":
-			var s appsv1.StatefulSet
-			mustUnmarshal(t, doc, &s)
-			r.statefulSets = append(r.statefulSets, s)
+			appendDoc(t, doc, &r.statefulSets)
 		case "DaemonSet":
-			var d appsv1.DaemonSet
-			mustUnmarshal(t, doc, &d)
-			r.daemonSets = append(r.daemonSets, d)
+			appendDoc(t, doc, &r.daemonSets)
 		case "HorizontalPodAutoscaler":
-			var h autoscalingv2.HorizontalPodAutoscaler
-			mustUnmarshal(t, doc, &h)
-			r.hpas = append(r.hpas, h)
+			appendDoc(t, doc, &r.hpas)
 		case "PodDisruptionBudget":
-			var p policyv1.PodDisruptionBudget
-			mustUnmarshal(t, doc, &p)
-			r.pdbs = append(r.pdbs, p)
+			appendDoc(t, doc, &r.pdbs)
 		case "Service":
-			var svc corev1.Service
-			mustUnmarshal(t, doc, &svc)
-			r.services = append(r.services, svc)
+			appendDoc(t, doc, &r.services)
 		}
 	}
 	return r
+}
+
+// kustomizeDocs is the YAML documents kustomize renders from dir.
+func kustomizeDocs(t *testing.T, dir string) []string {
+	t.Helper()
+	out, err := execOutput("kubectl", "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	return strings.Split(out, "\n---\n")
+}
+
+// appendDoc unmarshals doc strictly as a T and appends it to list.
+func appendDoc[T any](t *testing.T, doc string, list *[]T) {
+	t.Helper()
+	var v T
+	mustUnmarshal(t, doc, &v)
+	*list = append(*list, v)
 }
 
 func mustUnmarshal(t *testing.T, doc string, v any) {
