@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,33 +200,35 @@ func peersMatch(t *testing.T, peers []networkingv1.NetworkPolicyPeer, p peer) bo
 
 func egressAllowed(t *testing.T, pols []networkingv1.NetworkPolicy, pod map[string]string, dst peer, proto corev1.Protocol, port int32) bool {
 	t.Helper()
-	isolated := false
-	for _, p := range pols {
-		if !selector(t, &p.Spec.PodSelector).Matches(labels.Set(pod)) || !hasType(p, networkingv1.PolicyTypeEgress) {
-			continue
-		}
-		isolated = true
-		for _, r := range p.Spec.Egress {
-			if peersMatch(t, r.To, dst) && portMatches(r.Ports, proto, port) {
-				return true
-			}
-		}
-	}
-	return !isolated
+	return allowed(t, pols, pod, networkingv1.PolicyTypeEgress, func(p networkingv1.NetworkPolicy) bool {
+		return slices.ContainsFunc(p.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+			return peersMatch(t, r.To, dst) && portMatches(r.Ports, proto, port)
+		})
+	})
 }
 
 func ingressAllowed(t *testing.T, pols []networkingv1.NetworkPolicy, pod map[string]string, src peer, proto corev1.Protocol, port int32) bool {
 	t.Helper()
+	return allowed(t, pols, pod, networkingv1.PolicyTypeIngress, func(p networkingv1.NetworkPolicy) bool {
+		return slices.ContainsFunc(p.Spec.Ingress, func(r networkingv1.NetworkPolicyIngressRule) bool {
+			return peersMatch(t, r.From, src) && portMatches(r.Ports, proto, port)
+		})
+	})
+}
+
+// allowed is Kubernetes' isolation rule for one direction: a pod that no policy
+// of type typ selects is not isolated; one that some do may do only what a rule
+// of one of them (allows) lets through.
+func allowed(t *testing.T, pols []networkingv1.NetworkPolicy, pod map[string]string, typ networkingv1.PolicyType, allows func(networkingv1.NetworkPolicy) bool) bool {
+	t.Helper()
 	isolated := false
 	for _, p := range pols {
-		if !selector(t, &p.Spec.PodSelector).Matches(labels.Set(pod)) || !hasType(p, networkingv1.PolicyTypeIngress) {
+		if !selector(t, &p.Spec.PodSelector).Matches(labels.Set(pod)) || !hasType(p, typ) {
 			continue
 		}
 		isolated = true
-		for _, r := range p.Spec.Ingress {
-			if peersMatch(t, r.From, src) && portMatches(r.Ports, proto, port) {
-				return true
-			}
+		if allows(p) {
+			return true
 		}
 	}
 	return !isolated
