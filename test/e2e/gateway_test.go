@@ -258,6 +258,13 @@ func TestGatewayConfigSafetyRules(t *testing.T) {
 			return []string{"--config", gatewayConfig("gateway.yaml"), "--config", writeFile(t, name, fragment)}
 		}
 	}
+	// secondWith merges backends/second.yaml, edited (old, new pairs), into gateway.yaml.
+	secondWith := func(edits ...string) func(t *testing.T) []string {
+		return func(t *testing.T) []string {
+			return []string{"--config", gatewayConfig("gateway.yaml"), "--config", secondFragment(t, edits...),
+				"--feature-gates=confmap.enableMergeAppendOption"}
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		args  func(t *testing.T) []string
@@ -268,11 +275,7 @@ func TestGatewayConfigSafetyRules(t *testing.T) {
 	}{
 		{
 			name: "literal credential header",
-			args: func(t *testing.T) []string {
-				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
-					secondFragment(t, "X-API-Key: ${env:OTEL_EXPORTER_SECOND_X_API_KEY}", "X-API-Key: "+literal),
-					"--feature-gates=confmap.enableMergeAppendOption"}
-			},
+			args: secondWith("X-API-Key: ${env:OTEL_EXPORTER_SECOND_X_API_KEY}", "X-API-Key: "+literal),
 			want: "exporters::otlp_grpc/second: headers::X-API-Key is a credential written as a literal value (value not shown): write ${env:OTEL_EXPORTER_SECOND_X_API_KEY}",
 		},
 		{
@@ -303,29 +306,17 @@ exporters:
 		},
 		{
 			name: "two backends share a header variable",
-			args: func(t *testing.T) []string {
-				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
-					secondFragment(t, "${env:OTEL_EXPORTER_SECOND_X_API_KEY}", "${env:OTEL_EXPORTER_DEFAULT_AUTHORIZATION}"),
-					"--feature-gates=confmap.enableMergeAppendOption"}
-			},
+			args: secondWith("${env:OTEL_EXPORTER_SECOND_X_API_KEY}", "${env:OTEL_EXPORTER_DEFAULT_AUTHORIZATION}"),
 			want: "environment variable OTEL_EXPORTER_DEFAULT_AUTHORIZATION is read by more than one backend (exporters::otlp_grpc/second: headers::X-API-Key; exporters::otlp_http/default: headers::Authorization)",
 		},
 		{
 			name: "exporter names a missing certwatch",
-			args: func(t *testing.T) []string {
-				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
-					secondFragment(t, "middlewares: [{id: certwatch/second}]", "middlewares: [{id: certwatch/secnod}]"),
-					"--feature-gates=confmap.enableMergeAppendOption"}
-			},
+			args: secondWith("middlewares: [{id: certwatch/second}]", "middlewares: [{id: certwatch/secnod}]"),
 			want: `exporters::otlp_grpc/second: middlewares[0]::id "certwatch/secnod" names a certwatch instance that is not configured under extensions`,
 		},
 		{
 			name: "certwatch instance no exporter uses",
-			args: func(t *testing.T) []string {
-				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
-					secondFragment(t, "middlewares: [{id: certwatch/second}]", "middlewares: [{id: certwatch/default}]"),
-					"--feature-gates=confmap.enableMergeAppendOption"}
-			},
+			args: secondWith("middlewares: [{id: certwatch/second}]", "middlewares: [{id: certwatch/default}]"),
 			want: "extensions::certwatch/second: no exporter uses it",
 		},
 		{
@@ -382,11 +373,7 @@ receivers:
 		},
 		{
 			name: "literal word before a reference",
-			args: func(t *testing.T) []string {
-				return []string{"--config", gatewayConfig("gateway.yaml"), "--config",
-					secondFragment(t, "X-API-Key: ${env:OTEL_EXPORTER_SECOND_X_API_KEY}", `X-API-Key: "`+literal+` ${env:OTEL_EXPORTER_SECOND_X_API_KEY}"`),
-					"--feature-gates=confmap.enableMergeAppendOption"}
-			},
+			args: secondWith("X-API-Key: ${env:OTEL_EXPORTER_SECOND_X_API_KEY}", `X-API-Key: "`+literal+` ${env:OTEL_EXPORTER_SECOND_X_API_KEY}"`),
 			want: "exporters::otlp_grpc/second: headers::X-API-Key mixes literal text with a reference (value not shown): only an auth scheme word such as \"Bearer \" may be literal",
 		},
 		{
