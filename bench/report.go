@@ -81,50 +81,40 @@ func (r *report) write(dir string) error {
 	type row struct {
 		name, format string
 		f            func(*runResult) float64
+		target       string
+	}
+	// table writes a row a figure: its cell for each variant, then its target.
+	table := func(variants []string, rows []row) {
+		w("| figure | %s | target |\n|---|%s---|\n", strings.Join(variants, " | "), strings.Repeat("---|", len(variants)))
+		for _, x := range rows {
+			w("| %s |", x.name)
+			for _, v := range variants {
+				w(" %s |", r.cell(v, x.f, x.format))
+			}
+			w(" %s |\n", x.target)
+		}
 	}
 	w("## Steady %.0f records/s (100 records a request, %s)\n\n", *steadyRate, *steadyDur)
-	cols := r.variants(false)
-	w("| figure | %s | target |\n|---|%s---|\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
-	for _, x := range []struct {
-		row
-		target string
-	}{
-		{row{"CPU, % of a core", "%.1f", func(x *runResult) float64 { return x.SteadyCPUPct }}, "≤ 15"},
-		{row{"CPU-seconds per million records", "%.1f", func(x *runResult) float64 { return x.SteadyCPUsPerM }}, ""},
-		{row{"RSS mean, MiB", "%.0f", func(x *runResult) float64 { return x.SteadyRSSMean }}, ""},
-		{row{"RSS peak, MiB", "%.0f", func(x *runResult) float64 { return x.SteadyRSSPeak }}, "≤ 100"},
-		{row{"added latency p50, ms", "%.0f", func(x *runResult) float64 { return ms(x.LatP50) }}, ""},
-		{row{"added latency p99, ms", "%.0f", func(x *runResult) float64 { return ms(x.LatP99) }}, ""},
-		{row{"records missing", "%.0f", func(x *runResult) float64 { return float64(x.SteadyMissing) }}, "0"},
-	} {
-		w("| %s |", x.name)
-		for _, v := range cols {
-			w(" %s |", r.cell(v, x.f, x.format))
-		}
-		w(" %s |\n", x.target)
-	}
+	table(r.variants(false), []row{
+		{"CPU, % of a core", "%.1f", func(x *runResult) float64 { return x.SteadyCPUPct }, "≤ 15"},
+		{"CPU-seconds per million records", "%.1f", func(x *runResult) float64 { return x.SteadyCPUsPerM }, ""},
+		{"RSS mean, MiB", "%.0f", func(x *runResult) float64 { return x.SteadyRSSMean }, ""},
+		{"RSS peak, MiB", "%.0f", func(x *runResult) float64 { return x.SteadyRSSPeak }, "≤ 100"},
+		{"added latency p50, ms", "%.0f", func(x *runResult) float64 { return ms(x.LatP50) }, ""},
+		{"added latency p99, ms", "%.0f", func(x *runResult) float64 { return ms(x.LatP99) }, ""},
+		{"records missing", "%.0f", func(x *runResult) float64 { return float64(x.SteadyMissing) }, "0"},
+	})
 	w("\nUpstream's published Log10kDPS OTLP-HTTP figure is about 18%% of a core and 72 MiB (no TLS, no persistent queue).\n")
 	w("Added latency is from the sender's first attempt of a request to the backend's first receipt of each of its records.\n\n")
 
 	w("## Saturation (%d records, 1,000 a request, 8 connections)\n\n", *satRecords)
-	all := r.variants(true)
-	w("| figure | %s | target |\n|---|%s---|\n", strings.Join(all, " | "), strings.Repeat("---|", len(all)))
-	for _, x := range []struct {
-		row
-		target string
-	}{
-		{row{"records per CPU-second (per core)", "%.0f", func(x *runResult) float64 { return x.SatPerCore }}, "≥ 50,000 and ≥ 60% of floor"},
-		{row{"CPU-seconds per million records", "%.1f", func(x *runResult) float64 { return x.SatCPUsPerM }}, ""},
-		{row{"records/s delivered (wall clock, shared machine)", "%.0f", func(x *runResult) float64 { return x.SatRate }}, ""},
-		{row{"RSS peak, MiB", "%.0f", func(x *runResult) float64 { return x.SatRSSPeak }}, ""},
-		{row{"records missing", "%.0f", func(x *runResult) float64 { return float64(x.SatMissing) }}, "0"},
-	} {
-		w("| %s |", x.name)
-		for _, v := range all {
-			w(" %s |", r.cell(v, x.f, x.format))
-		}
-		w(" %s |\n", x.target)
-	}
+	table(r.variants(true), []row{
+		{"records per CPU-second (per core)", "%.0f", func(x *runResult) float64 { return x.SatPerCore }, "≥ 50,000 and ≥ 60% of floor"},
+		{"CPU-seconds per million records", "%.1f", func(x *runResult) float64 { return x.SatCPUsPerM }, ""},
+		{"records/s delivered (wall clock, shared machine)", "%.0f", func(x *runResult) float64 { return x.SatRate }, ""},
+		{"RSS peak, MiB", "%.0f", func(x *runResult) float64 { return x.SatRSSPeak }, ""},
+		{"records missing", "%.0f", func(x *runResult) float64 { return float64(x.SatMissing) }, "0"},
+	})
 	floor := r.median("floor", func(x *runResult) float64 { return x.SatPerCore })
 	gw := r.median("gateway", func(x *runResult) float64 { return x.SatPerCore })
 	up := r.median("upstream", func(x *runResult) float64 { return x.SatPerCore })
