@@ -28,16 +28,22 @@ export CGO_ENABLED=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# installed NAME VERSION: bin/NAME is there, kept, or copied from the cache.
+installed() {
+	if [ -x "$bin/$1" ]; then
+		echo "kube-peers: $bin/$1 exists, not rebuilding"
+		return 0
+	fi
+	if [ -x "$cache/$1-$2" ]; then
+		echo "kube-peers: $1 $2 from $cache"
+		cp "$cache/$1-$2" "$bin/$1"
+		return 0
+	fi
+	return 1
+}
+
 build_etcd() {
-	if [ -x "$bin/etcd" ]; then
-		echo "kube-peers: $bin/etcd exists, not rebuilding"
-		return
-	fi
-	if [ -x "$cache/etcd-$etcd_version" ]; then
-		echo "kube-peers: etcd $etcd_version from $cache"
-		cp "$cache/etcd-$etcd_version" "$bin/etcd"
-		return
-	fi
+	installed etcd "$etcd_version" && return
 	echo "kube-peers: building etcd $etcd_version"
 	mkdir -p "$work/etcd"
 	(
@@ -51,15 +57,7 @@ build_etcd() {
 }
 
 build_kube_apiserver() {
-	if [ -x "$bin/kube-apiserver" ]; then
-		echo "kube-peers: $bin/kube-apiserver exists, not rebuilding"
-		return
-	fi
-	if [ -x "$cache/kube-apiserver-$kube_version" ]; then
-		echo "kube-peers: kube-apiserver $kube_version from $cache"
-		cp "$cache/kube-apiserver-$kube_version" "$bin/kube-apiserver"
-		return
-	fi
+	installed kube-apiserver "$kube_version" && return
 	echo "kube-peers: building kube-apiserver $kube_version (staging modules $staging_version)"
 	mkdir -p "$work/kube"
 	(
