@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
 // federationRig is config/federation.yaml with the federation StatefulSet's
@@ -29,41 +27,22 @@ type federationRig struct {
 // scraping every promInterval (1s when zero), and federates every interval.
 func newFederationRig(t *testing.T, interval time.Duration, targets []string, promInterval time.Duration, env ...string) *federationRig {
 	t.Helper()
-	// HTTPS, as federation refuses to send its token in clear text; Prometheus
-	// itself ignores the token (no authenticating proxy: not the subject here).
-	ca := testcerts.NewCA(t, "in-cluster CA")
-	server := ca.Server(t, testcerts.Options{})
-	dir := t.TempDir()
-	caFile, certFile, keyFile, token := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "token")
-	testcerts.WriteFile(t, caFile, ca.CertPEM)
-	testcerts.WriteFile(t, certFile, server.CertPEM)
-	testcerts.WriteFile(t, keyFile, server.KeyPEM)
-	testcerts.WriteFile(t, token, []byte(federationToken+"\n"))
+	// Prometheus itself ignores the token (no authenticating proxy: not the
+	// subject here).
+	files := newInClusterFiles(t, federationToken)
 	rules := ""
 	if len(targets) == 0 {
 		targets, rules = []string{e2e.NewDemoTarget(t).Addr}, e2e.DemoRules
 	}
 	prom := e2e.StartPrometheus(t, e2e.PrometheusOptions{
-		Targets: targets, Rules: rules, Interval: promInterval,
-		TLS: &e2e.PrometheusTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile},
+		Targets: targets, Rules: rules, Interval: promInterval, TLS: files.prometheusTLS(),
 	})
 	prom.WaitForQuery(t, `up == 1`, time.Minute)
-	backend := e2e.NewBackendTLS(t, "default")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
-	gw := e2e.NewGateway(t, e2e.GatewayOptions{
-		BackendURL: "https://" + sink.HTTPAddr,
-		Backend:    backend,
-		Receiver:   e2e.NewReceiverTLS(t),
-		Env: append(append(shardEnv(t, deployDir("base"), 0),
-			"RELAY_FEDERATION_SCHEME=https",
-			"RELAY_FEDERATION_TARGET="+prom.Addr,
-			"RELAY_FEDERATION_TOKEN_FILE="+token,
-			"RELAY_FEDERATION_CA_FILE="+caFile,
-			// Prometheus durations have no fractions: milliseconds.
-			fmt.Sprintf("RELAY_FEDERATION_INTERVAL=%dms", interval.Milliseconds()),
-			fmt.Sprintf("RELAY_FEDERATION_TIMEOUT=%dms", (interval*4/5).Milliseconds()),
-		), env...),
-	})
+	sink, gw := newFederationGateway(t, files, prom.Addr, append([]string{
+		// Prometheus durations have no fractions: milliseconds.
+		fmt.Sprintf("RELAY_FEDERATION_INTERVAL=%dms", interval.Milliseconds()),
+		fmt.Sprintf("RELAY_FEDERATION_TIMEOUT=%dms", (interval * 4 / 5).Milliseconds()),
+	}, env...)...)
 	return &federationRig{prom: prom, sink: sink, gw: gw, args: []string{"--config=" + gatewayConfig("federation.yaml")}, interval: interval}
 }
 

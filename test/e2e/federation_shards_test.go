@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
 // TestFederationShardsThroughRealPrometheus runs two federation shards the way
@@ -26,19 +24,10 @@ import (
 // backend, against one real Prometheus: the union of what the shards deliver is
 // every series /federate has, and no series arrives from both shards.
 func TestFederationShardsThroughRealPrometheus(t *testing.T) {
-	ca := testcerts.NewCA(t, "in-cluster CA")
-	server := ca.Server(t, testcerts.Options{})
-	dir := t.TempDir()
-	caFile, certFile, keyFile, tokenFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "token")
-	testcerts.WriteFile(t, caFile, ca.CertPEM)
-	testcerts.WriteFile(t, certFile, server.CertPEM)
-	testcerts.WriteFile(t, keyFile, server.KeyPEM)
-	testcerts.WriteFile(t, tokenFile, []byte("shard-token\n"))
-
+	files := newInClusterFiles(t, "shard-token")
 	target := e2e.NewDemoTarget(t)
 	prom := e2e.StartPrometheus(t, e2e.PrometheusOptions{
-		Targets: []string{target.Addr}, Rules: e2e.DemoRules,
-		TLS: &e2e.PrometheusTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile},
+		Targets: []string{target.Addr}, Rules: e2e.DemoRules, TLS: files.prometheusTLS(),
 	})
 	prom.WaitForQuery(t, `job:demo_queue_depth:sum`, 60*time.Second)
 	prom.WaitForQuery(t, `scrape_series_added`, 60*time.Second)
@@ -51,12 +40,7 @@ func TestFederationShardsThroughRealPrometheus(t *testing.T) {
 	for i := range shards {
 		backend := e2e.NewBackendTLS(t, "default")
 		sinks[i] = e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
-		env := append(shardEnv(t, overlay, i),
-			"RELAY_FEDERATION_SCHEME=https",
-			"RELAY_FEDERATION_TARGET="+prom.Addr,
-			"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,
-			"RELAY_FEDERATION_CA_FILE="+caFile,
-		)
+		env := append(shardEnv(t, overlay, i), files.federationEnv(prom.Addr)...)
 		gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sinks[i].HTTPAddr, Backend: backend, Env: env})
 		e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: []string{"--config=" + gatewayConfig("federation.yaml")}, ReadyTimeout: 90 * time.Second})
 	}

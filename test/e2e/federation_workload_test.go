@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -91,20 +90,11 @@ func (p *authProxy) counts() (allowed, refused map[string]int) {
 func TestFederationWorkloadThroughRealPrometheus(t *testing.T) {
 	// One CA for the in-cluster endpoints, as the StatefulSet mounts one bundle
 	// (RELAY_FEDERATION_CA_FILE): Prometheus and the proxy both serve from it.
-	ca := testcerts.NewCA(t, "in-cluster CA")
-	server := ca.Server(t, testcerts.Options{})
-	dir := t.TempDir()
-	caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	tokenFile := filepath.Join(dir, "token")
-	testcerts.WriteFile(t, caFile, ca.CertPEM)
-	testcerts.WriteFile(t, certFile, server.CertPEM)
-	testcerts.WriteFile(t, keyFile, server.KeyPEM)
-	testcerts.WriteFile(t, tokenFile, []byte(federationToken+"\n"))
+	files := newInClusterFiles(t, federationToken)
 
 	target := e2e.NewDemoTarget(t)
 	prom := e2e.StartPrometheus(t, e2e.PrometheusOptions{
-		Targets: []string{target.Addr}, Rules: e2e.DemoRules,
-		TLS: &e2e.PrometheusTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile},
+		Targets: []string{target.Addr}, Rules: e2e.DemoRules, TLS: files.prometheusTLS(),
 	})
 	if !strings.HasPrefix(prom.URL, "https://") {
 		t.Fatalf("prometheus URL %s: want https", prom.URL)
@@ -118,21 +108,9 @@ func TestFederationWorkloadThroughRealPrometheus(t *testing.T) {
 	}
 	prom.WaitForQuery(t, `demo_request_duration_seconds_count`, 60*time.Second)
 	prom.WaitForQuery(t, `job:demo_queue_depth:sum`, 60*time.Second)
-	proxy := newAuthProxy(t, testcerts.ServerTLS(t, server), prom.URL, prom.Client)
+	proxy := newAuthProxy(t, testcerts.ServerTLS(t, files.server), prom.URL, prom.Client)
 
-	backend := e2e.NewBackendTLS(t, "default")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
-	gw := e2e.NewGateway(t, e2e.GatewayOptions{
-		BackendURL: "https://" + sink.HTTPAddr,
-		Backend:    backend,
-		Receiver:   e2e.NewReceiverTLS(t),
-		Env: append(shardEnv(t, deployDir("base"), 0),
-			"RELAY_FEDERATION_SCHEME=https",
-			"RELAY_FEDERATION_TARGET="+proxy.addr,
-			"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,
-			"RELAY_FEDERATION_CA_FILE="+caFile,
-		),
-	})
+	sink, gw := newFederationGateway(t, files, proxy.addr)
 	// The StatefulSet's args (deploy/base/federation-statefulset.yaml), with the
 	// ConfigMap's file replaced by the repository's.
 	args := []string{"--config=" + gatewayConfig("federation.yaml")}
