@@ -472,44 +472,26 @@ func scrape(t *testing.T, url string) string {
 }
 
 func TestInvalidConfigsFailWithClearErrors(t *testing.T) {
-	valid := func(extra string) string {
-		return `
+	const valid = `
 receivers:
   otlp:
     protocols: {http: {endpoint: "127.0.0.1:0"}}
 exporters:
   debug: {}
-` + extra + `
 service:
   pipelines:
     logs: {receivers: [otlp], exporters: [debug]}
 `
-	}
+	edit := func(old, new string) string { return strings.Replace(valid, old, new, 1) }
 	cases := []struct {
 		name   string
 		config string
 		want   []string
 	}{
-		{
-			name:   "unknown component",
-			config: strings.Replace(valid(""), "debug: {}", "debug: {}\n  kafka: {}", 1),
-			want:   []string{"kafka", "unknown type"},
-		},
-		{
-			name:   "misspelt key",
-			config: strings.Replace(valid(""), "debug: {}", "debug: {verbosityy: detailed}", 1),
-			want:   []string{"verbosityy"},
-		},
-		{
-			name:   "missing env var",
-			config: strings.Replace(valid(""), "debug: {}", "otlp_http:\n    endpoint: ${env:RELAY_TEST_UNSET_BACKEND}\n  debug: {}", 1),
-			want:   []string{"RELAY_TEST_UNSET_BACKEND", "not set"},
-		},
-		{
-			name:   "pipeline names an undefined exporter",
-			config: strings.Replace(valid(""), "exporters: [debug]", "exporters: [debug, otlp_grpc/missing]", 1),
-			want:   []string{"otlp_grpc/missing"},
-		},
+		{"unknown component", edit("debug: {}", "debug: {}\n  kafka: {}"), []string{"kafka", "unknown type"}},
+		{"misspelt key", edit("debug: {}", "debug: {verbosityy: detailed}"), []string{"verbosityy"}},
+		{"missing env var", edit("debug: {}", "otlp_http:\n    endpoint: ${env:RELAY_TEST_UNSET_BACKEND}\n  debug: {}"), []string{"RELAY_TEST_UNSET_BACKEND", "not set"}},
+		{"pipeline names an undefined exporter", edit("exporters: [debug]", "exporters: [debug, otlp_grpc/missing]"), []string{"otlp_grpc/missing"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
