@@ -168,7 +168,10 @@ func (a *admission) drain(ctx context.Context) drainResult {
 	}
 }
 
-const queueSizeMetric = "otelcol_exporter_queue_size"
+// queueSizeMetrics are what a relay holds and has not delivered: the exporters'
+// sending queues, and the durable_queue processor's (whose exporters have no
+// queue of their own).
+var queueSizeMetrics = []string{"otelcol_exporter_queue_size", "otelcol_durable_queue_size"}
 
 // queueSize reads otelcol_exporter_queue_size from the collector's own
 // Prometheus endpoint and sums it over exporters and signals. The persistent
@@ -202,10 +205,16 @@ func parseQueueSize(r io.Reader) (int64, map[string]int64, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, queueSizeMetric) {
+		name := ""
+		for _, m := range queueSizeMetrics {
+			if strings.HasPrefix(line, m) {
+				name = m
+			}
+		}
+		if name == "" {
 			continue
 		}
-		rest := line[len(queueSizeMetric):]
+		rest := line[len(name):]
 		labels := ""
 		switch {
 		case strings.HasPrefix(rest, "{"):
@@ -224,17 +233,21 @@ func parseQueueSize(r io.Reader) (int64, map[string]int64, error) {
 		}
 		v, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
-			return -1, nil, fmt.Errorf("%s: value %q: %w", queueSizeMetric, f[0], err)
+			return -1, nil, fmt.Errorf("%s: value %q: %w", name, f[0], err)
 		}
 		found = true
 		total += int64(v)
-		per[labelValue(labels, "exporter")+"/"+labelValue(labels, "data_type")] += int64(v)
+		owner := labelValue(labels, "exporter")
+		if owner == "" {
+			owner = labelValue(labels, "processor")
+		}
+		per[owner+"/"+labelValue(labels, "data_type")] += int64(v)
 	}
 	if err := sc.Err(); err != nil {
 		return -1, nil, err
 	}
 	if !found {
-		return -1, nil, fmt.Errorf("no %s sample (telemetry metrics level below normal?)", queueSizeMetric)
+		return -1, nil, fmt.Errorf("no %s sample (telemetry metrics level below normal?)", strings.Join(queueSizeMetrics, " or "))
 	}
 	return total, per, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -16,8 +17,12 @@ type telemetry struct {
 	reg          metric.Registration
 }
 
-func newTelemetry(mp metric.MeterProvider, capacity int64) (*telemetry, error) {
+// Each instance labels its series with its id and signal: the collector does
+// not add them to a processor's own metrics here, and two pipelines would
+// otherwise report one series twice.
+func newTelemetry(mp metric.MeterProvider, capacity int64, id, signal string) (*telemetry, error) {
 	t := &telemetry{}
+	attrs := metric.WithAttributes(attribute.String("processor", id), attribute.String("data_type", signal))
 	m := mp.Meter(scopeName)
 	size, err := m.Int64ObservableGauge("otelcol_durable_queue_size",
 		metric.WithDescription("Records (log records, data points, spans) acknowledged and not yet delivered"),
@@ -38,9 +43,9 @@ func newTelemetry(mp metric.MeterProvider, capacity int64) (*telemetry, error) {
 		return nil, err
 	}
 	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(size, t.items.Load())
-		o.ObserveInt64(bytes, t.bytes.Load())
-		o.ObserveInt64(capGauge, capacity)
+		o.ObserveInt64(size, t.items.Load(), attrs)
+		o.ObserveInt64(bytes, t.bytes.Load(), attrs)
+		o.ObserveInt64(capGauge, capacity, attrs)
 		return nil
 	}, size, bytes, capGauge)
 	return t, err
