@@ -19,7 +19,7 @@ var variantInfo = map[string]string{
 	"gateway-file":        "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
 	"gateway-queue":       "the same gateway on `queue_storage` (components/queuestorageextension), fsync off",
 	"gateway-queue-fsync": "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
-	"gateway-durable":     "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending the logs pipeline: persisted once, forwarded from memory",
+	"gateway-durable":     "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending each pipeline (`e2e.DurableQueueConfig`): persisted once, forwarded from memory",
 	"upstream":            "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
 	"upstream-file":       "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
 }
@@ -66,13 +66,11 @@ func variantConfig(variant, dir string) ([]string, error) {
 			{"  extensions: [", "  extensions: [" + name + "/bench, "},
 		}
 	case "gateway-durable":
-		text, edits = string(gw), [][2]string{
-			{storageLine, "      enabled: false\n"},
-			{"\nextensions:\n", "\nextensions:\n  queue_storage/bench:\n    directory: ${env:RELAY_QUEUE_DIR}\n"},
-			{"\nprocessors:\n", "\nprocessors:\n  durable_queue/bench:\n    storage: queue_storage/bench\n"},
-			{"  extensions: [", "  extensions: [queue_storage/bench, "},
-			{"processors: [memory_limiter, groupbyattrs/pod, k8s_attributes/logs]", "processors: [memory_limiter, groupbyattrs/pod, k8s_attributes/logs, durable_queue/bench]"},
+		p, err := e2e.DurableQueueConfig(dir)
+		if err != nil {
+			return nil, err
 		}
+		return []string{"--config", p, "--config", tls}, nil
 	case "upstream-file":
 		text, edits = string(up), [][2]string{
 			{"\nextensions:\n", "\nextensions:\n  file_storage:\n    directory: ${env:RELAY_QUEUE_DIR}\n    create_directory: true\n"},

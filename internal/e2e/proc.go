@@ -261,7 +261,8 @@ func (cg *MemoryCgroup) PeakUsage() int64 {
 }
 
 // LogQueueBytes reads otelcol_exporter_queue_size for logs (bytes, with the
-// gateway's sizer) from the collector's own metrics at metricsAddr, summed over
+// gateway's sizer), plus otelcol_durable_queue_bytes when the relay runs
+// durable_queue, from the collector's own metrics at metricsAddr, summed over
 // exporters; -1 when it cannot be read.
 func LogQueueBytes(metricsAddr string) float64 {
 	m, err := ScrapeSelfMetrics(metricsAddr)
@@ -269,10 +270,11 @@ func LogQueueBytes(metricsAddr string) float64 {
 		return -1
 	}
 	v, ok := m.Sum("otelcol_exporter_queue_size", map[string]string{"data_type": "logs"})
-	if !ok {
+	d, dok := m.Sum("otelcol_durable_queue_bytes", map[string]string{"data_type": "logs"})
+	if !ok && !dok {
 		return -1
 	}
-	return v
+	return v + d
 }
 
 // DirBytes is the size of the files under dir (a queue directory on disk).
