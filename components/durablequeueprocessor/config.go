@@ -20,7 +20,8 @@ type Config struct {
 	MaxBytes int64 `mapstructure:"max_bytes"`
 	// MemoryBytes bounds how much of it is also kept decoded in memory, so it
 	// is forwarded without being read back and decoded. Beyond it, requests
-	// wait on disk only and are decoded when forwarded.
+	// wait on disk only and are decoded when forwarded. At or above max_bytes
+	// everything held is also in memory.
 	MemoryBytes int64 `mapstructure:"memory_bytes"`
 	// Workers forward batches concurrently; each waits for the exporter to
 	// deliver (the exporter's sending_queue must be disabled).
@@ -55,8 +56,8 @@ func (c *Config) Validate() error {
 	if c.MaxBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max_bytes: %d must be positive", c.MaxBytes))
 	}
-	if c.MemoryBytes < 0 || c.MemoryBytes > c.MaxBytes {
-		errs = append(errs, fmt.Errorf("memory_bytes: %d must be between 0 and max_bytes (%d)", c.MemoryBytes, c.MaxBytes))
+	if c.MemoryBytes < 0 {
+		errs = append(errs, fmt.Errorf("memory_bytes: %d must not be negative", c.MemoryBytes))
 	}
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("workers: %d must be at least 1", c.Workers))

@@ -12,12 +12,12 @@ import (
 func TestValidateNamesFieldAndValue(t *testing.T) {
 	require.NoError(t, testConfig().Validate())
 	cases := map[string]func(*Config){
-		"storage: must name a storage extension":                    func(c *Config) { c.Storage = component.ID{} },
-		"max_bytes: 0 must be positive":                             func(c *Config) { c.MaxBytes = 0 },
-		"memory_bytes: 2048 must be between 0 and max_bytes (1024)": func(c *Config) { c.MaxBytes, c.MemoryBytes = 1024, 2048 },
-		"workers: 0 must be at least 1":                             func(c *Config) { c.Workers = 0 },
-		"batch_items: 0 must be at least 1":                         func(c *Config) { c.BatchItems = 0 },
-		"flush_timeout: -1s must not be negative":                   func(c *Config) { c.FlushTimeout = -time.Second },
+		"storage: must name a storage extension":  func(c *Config) { c.Storage = component.ID{} },
+		"max_bytes: 0 must be positive":           func(c *Config) { c.MaxBytes = 0 },
+		"memory_bytes: -1 must not be negative":   func(c *Config) { c.MemoryBytes = -1 },
+		"workers: 0 must be at least 1":           func(c *Config) { c.Workers = 0 },
+		"batch_items: 0 must be at least 1":       func(c *Config) { c.BatchItems = 0 },
+		"flush_timeout: -1s must not be negative": func(c *Config) { c.FlushTimeout = -time.Second },
 	}
 	for want, edit := range cases {
 		c := testConfig()
