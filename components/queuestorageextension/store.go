@@ -91,6 +91,9 @@ type store struct {
 	index     map[string]entry
 	liveBytes int64
 	closed    bool
+	// readOnly stores (Inspect) open segments read-only and leave torn
+	// tails as they are.
+	readOnly bool
 	// Recovery findings, for the logs and for tests.
 	tornTails, corruptSegments int
 }
@@ -151,7 +154,11 @@ func (s *store) recover() error {
 	sort.Slice(files, func(i, j int) bool { return files[i].id < files[j].id })
 	var buf []byte
 	for i, fd := range files {
-		f, err := os.OpenFile(fd.path, os.O_RDWR, 0)
+		flag := os.O_RDWR
+		if s.readOnly {
+			flag = os.O_RDONLY
+		}
+		f, err := os.OpenFile(fd.path, flag, 0)
 		if err != nil {
 			return fmt.Errorf("queue_storage: opening segment: %w", err)
 		}
@@ -191,7 +198,9 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 				s.opts.logger.Warn("queue_storage: dropped a torn record at the tail of the newest segment (a crash while writing it; it was never acknowledged)",
 					zap.String("segment", seg.path), zap.Int64("offset", p), zap.Error(err))
 				// Erase its header so the next recovery reads the end of data here.
-				_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
+				if !s.readOnly {
+					_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
+				}
 			} else {
 				s.corruptSegments++
 				s.opts.logger.Error("queue_storage: segment is corrupted; the records after this offset in it are lost, every other segment is recovered",
@@ -498,8 +507,28 @@ func (s *store) closeFiles() error {
 	for _, g := range s.segs {
 		errs = append(errs, g.f.Close())
 	}
-	errs = append(errs, s.lock.Close())
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+	}
 	return errors.Join(errs...)
+}
+
+// Inspect reads the store of one client directory (exporter_otlp_http_default_logs,
+// processor_durable_queue_default_logs, ...) and returns the size of every
+// live value by key. It takes no lock and writes nothing: it is for tools and
+// tests that look at a volume no process is using.
+func Inspect(dir string) (map[string]int, error) {
+	s := &store{dir: dir, readOnly: true, index: map[string]entry{},
+		opts: storeOptions{logger: zap.NewNop(), cache: &cacheBudget{}}}
+	defer s.closeFiles()
+	if err := s.recover(); err != nil {
+		return nil, err
+	}
+	live := make(map[string]int, len(s.index))
+	for k, e := range s.index {
+		live[k] = e.n
+	}
+	return live, nil
 }
 
 // usage reports the live data and the disk the segments take.
