@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
+	"github.com/otelcol-relay/otelcol-relay/components/internal/safeconfig"
 )
 
 // dnsLabel is the Tigera operator's rule for exporter names: the name becomes part
@@ -67,7 +67,7 @@ func (b *backend) certwatchID() string { return "certwatch/" + b.name }
 // headerEnv is the variable a header's value is read from, by the convention the
 // Tigera operator and safeconfigprovider share: OTEL_EXPORTER_<NAME>_<HEADER>.
 func (b *backend) headerEnv(header string) string {
-	return safeconfigprovider.ExporterEnvName(b.name, header)
+	return safeconfig.ExporterEnvName(b.name, header)
 }
 
 // watchesFiles reports whether the backend's TLS identity lives in files.

@@ -23,7 +23,7 @@ import (
 
 	"go.opentelemetry.io/collector/confmap"
 
-	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
+	"github.com/otelcol-relay/otelcol-relay/components/internal/safeconfig"
 )
 
 const (
@@ -57,7 +57,7 @@ func (c converter) Convert(_ context.Context, conf *confmap.Conf) error {
 	// Merge from appending lists (confmap.enableMergeAppendOption) or keeping
 	// the removed keys.
 	changed := map[string]any{}
-	for _, k := range []string{BackendsKey, DefaultsKey, "exporters", "extensions", "service", safeconfigprovider.HeaderEnvKey} {
+	for _, k := range []string{BackendsKey, DefaultsKey, "exporters", "extensions", "service", safeconfig.HeaderEnvKey} {
 		conf.Delete(k)
 		if v, ok := cfg[k]; ok {
 			changed[k] = v
@@ -115,13 +115,13 @@ func Expand(cfg map[string]any, lookup func(string) (string, bool)) error {
 	if len(pipelines) == 0 {
 		return errors.New("service::pipelines is empty: the backends need pipelines to be added to")
 	}
-	headerEnvs := ensureMap(cfg, safeconfigprovider.HeaderEnvKey)
+	headerEnvs := ensureMap(cfg, safeconfig.HeaderEnvKey)
 
 	for _, b := range backends {
 		errs = append(errs, add(b, defaults, exporters, extensions, service, pipelines, headerEnvs, lookup)...)
 	}
 	if len(headerEnvs) == 0 {
-		delete(cfg, safeconfigprovider.HeaderEnvKey)
+		delete(cfg, safeconfig.HeaderEnvKey)
 	}
 	return errors.Join(errs...)
 }

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/otelcol-relay/otelcol-relay/components/internal/safeconfig"
 	"github.com/otelcol-relay/otelcol-relay/components/safeconfigconverter"
-	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
 )
 
 const base = `
@@ -119,12 +119,13 @@ backends:
 	if s := strings.Join(strs(get(cfg, "service", "extensions").([]any)), ","); s != "health_check,certwatch/corp" {
 		t.Errorf("service::extensions = %s", s)
 	}
-	if got := get(cfg, safeconfigprovider.HeaderEnvKey, "otlp_http/datadog", "DD-API-KEY"); got != "OTEL_EXPORTER_DATADOG_DD_API_KEY" {
+	if got := get(cfg, safeconfig.HeaderEnvKey, "otlp_http/datadog", "DD-API-KEY"); got != "OTEL_EXPORTER_DATADOG_DD_API_KEY" {
 		t.Errorf("header env record = %v", got)
 	}
 	// The safety rules see the result as they would a hand-written backend.
-	if errs := safeconfigconverter.Check(cfg, get(cfg, safeconfigprovider.HeaderEnvKey).(map[string]any)); len(errs) > 0 {
-		t.Errorf("safeconfig rejects the expansion: %v", errs)
+	safety := safeconfigconverter.NewFactory().Create(confmap.ConverterSettings{})
+	if err := safety.Convert(context.Background(), confmap.NewFromStringMap(cfg)); err != nil {
+		t.Errorf("safeconfig rejects the expansion: %v", err)
 	}
 }
 

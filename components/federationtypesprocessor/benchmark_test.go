@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -54,17 +55,17 @@ func benchFederation(targets int) (pmetric.Metrics, []byte, *metadataSnapshot) {
 		for _, code := range []string{"200", "500"} {
 			for i := range 20 {
 				name := fmt.Sprintf("app_counter_%d_total", i)
-				meta.families[name] = familyMeta{typ: typeCounter}
+				meta.families[name] = familyMeta{typ: model.MetricTypeCounter}
 				add(name, 1000, "code", code)
 			}
 			for i := range 10 {
 				name := fmt.Sprintf("app_gauge_%d", i)
-				meta.families[name] = familyMeta{typ: typeGauge}
+				meta.families[name] = familyMeta{typ: model.MetricTypeGauge}
 				add(name, 5, "code", code)
 			}
 			for i := range 5 {
 				name := fmt.Sprintf("app_histogram_%d_seconds", i)
-				meta.families[name] = familyMeta{typ: typeHistogram}
+				meta.families[name] = familyMeta{typ: model.MetricTypeHistogram}
 				for j, le := range les {
 					add(name+"_bucket", float64(10*(j+1)), "code", code, "le", le)
 				}
@@ -74,7 +75,7 @@ func benchFederation(targets int) (pmetric.Metrics, []byte, *metadataSnapshot) {
 		}
 		for i := range 2 {
 			name := fmt.Sprintf("app_summary_%d_bytes", i)
-			meta.families[name] = familyMeta{typ: typeSummary}
+			meta.families[name] = familyMeta{typ: model.MetricTypeSummary}
 			for _, q := range []string{"0.5", "0.9", "0.99"} {
 				add(name, 100, "quantile", q)
 			}

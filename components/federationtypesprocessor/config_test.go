@@ -1,103 +1,69 @@
 package federationtypesprocessor
 
 import (
-	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/confmap"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/configtest"
 )
 
-const exampleYAML = `
-endpoint: https://prometheus-http-api.tigera-prometheus.svc:9090
-bearer_token_file: /var/run/secrets/kubernetes.io/serviceaccount/token
-tls:
-  ca_file: /etc/pki/tls/certs/tigera-ca-bundle.crt
-timeout: 5s
-refresh_interval: 2m
-max_response_size: 1048576
-series_cache:
-  max_series: 5000
-  ttl: 30m
-`
+func TestLoadConfig(t *testing.T) {
+	minimal := createDefaultConfig()
+	minimal.Endpoint = "https://prometheus:9090"
+	tigera := createDefaultConfig()
+	tigera.Endpoint = "https://prometheus-http-api.tigera-prometheus.svc:9090"
+	tigera.BearerTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	tigera.TLS.CAFile = "/etc/pki/tls/certs/tigera-ca-bundle.crt"
+	tigera.Timeout = 5 * time.Second
+	tigera.RefreshInterval = 2 * time.Minute
+	tigera.MaxResponseSize = 1 << 20
+	tigera.SeriesCache = SeriesCacheConfig{MaxSeries: 5000, TTL: 30 * time.Minute}
+	tokenOverHTTPS := createDefaultConfig()
+	tokenOverHTTPS.Endpoint = "https://p:9090"
+	tokenOverHTTPS.BearerTokenFile = "/t"
 
-func TestConfigUnmarshalAndDefaults(t *testing.T) {
-	r, err := confmap.NewRetrievedFromYAML([]byte(exampleYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf, err := r.AsConf()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	if err := conf.Unmarshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := confmap.Validate(cfg); err != nil {
-		t.Fatalf("example config invalid: %v", err)
-	}
-	if cfg.TLS.CAFile != "/etc/pki/tls/certs/tigera-ca-bundle.crt" || cfg.Timeout != 5*time.Second ||
-		cfg.RefreshInterval != 2*time.Minute || cfg.MaxResponseSize != 1<<20 ||
-		cfg.SeriesCache.MaxSeries != 5000 || cfg.SeriesCache.TTL != 30*time.Minute {
-		t.Errorf("unmarshalled %+v", cfg)
-	}
-	if cfg.MetadataPath != "/api/v1/metadata" {
-		t.Errorf("metadata_path default %q", cfg.MetadataPath)
-	}
-	if got := cfg.metadataURL(); got != "https://prometheus-http-api.tigera-prometheus.svc:9090/api/v1/metadata" {
-		t.Errorf("metadata URL %q", got)
-	}
+	configtest.Run(t, NewFactory(), []configtest.Case{
+		{Name: "minimal", Expected: minimal},
+		{Name: "tigera", Expected: tigera},
+		{Name: "token_over_https", Expected: tokenOverHTTPS},
 
+		{Name: "", WantErr: `endpoint: must be set to the Prometheus server's base URL, e.g. "https://prometheus:9090"`},
+		{Name: "bad_scheme", WantErr: `endpoint "ftp://p:9090": scheme must be http or https, got "ftp"`},
+		{Name: "no_host", WantErr: `endpoint "http://": has no host`},
+		{Name: "unparsable_endpoint", WantErr: `endpoint "https://[::1": parse "https://[::1": missing ']' in host`},
+		{Name: "query", WantErr: `endpoint "http://p:9090?x=1": must not carry a query or fragment; set metadata_path for the path`},
+		{Name: "token_over_http", WantErr: `bearer_token_file "/t": endpoint "http://p:9090" is plain http, so the token would travel in clear text; use https`},
+		{Name: "ca_over_http", WantErr: `tls: certificates are configured but endpoint "http://p:9090" is plain http, so they would never be used; use https`},
+		{Name: "token_and_authorization_header", WantErr: `bearer_token_file "/t": headers also set Authorization; configure only one`},
+		{Name: "relative_path", WantErr: `metadata_path "api/v1/metadata": must start with /`},
+		{Name: "refresh_too_often", WantErr: "refresh_interval 10ms: must be at least 1s"},
+		{Name: "no_timeout", WantErr: "timeout 0s: must be positive, or a stuck server would block every refresh"},
+		{Name: "negative_max_response_size", WantErr: "max_response_size -1: must be positive"},
+		{Name: "no_series", WantErr: "series_cache.max_series 0: must be positive"},
+		{Name: "no_ttl", WantErr: "series_cache.ttl 0s: must be positive"},
+		{Name: "misspelt", WantErr: "invalid keys: refresh_intervall"},
+	})
+}
+
+func TestConfigDefaults(t *testing.T) {
 	def := createDefaultConfig()
-	if def.RefreshInterval != 5*time.Minute || def.Timeout != 10*time.Second || def.MaxResponseSize != 16<<20 ||
-		def.SeriesCache.MaxSeries != 200_000 || def.SeriesCache.TTL != 15*time.Minute {
-		t.Errorf("defaults %+v", def)
-	}
+	assert.Equal(t, "/api/v1/metadata", def.MetadataPath)
+	assert.Equal(t, 5*time.Minute, def.RefreshInterval)
+	assert.Equal(t, 10*time.Second, def.Timeout)
+	assert.Equal(t, int64(16<<20), def.MaxResponseSize)
+	assert.Equal(t, SeriesCacheConfig{MaxSeries: 200_000, TTL: 15 * time.Minute}, def.SeriesCache)
 }
 
-func TestUnknownFieldIsRejected(t *testing.T) {
-	conf := confmap.NewFromStringMap(map[string]any{"endpoint": "http://p:9090", "refresh_intervall": "1m"})
-	err := conf.Unmarshal(createDefaultConfig())
-	if err == nil || !strings.Contains(err.Error(), "refresh_intervall") {
-		t.Errorf("error %v, want it to name the misspelt key", err)
-	}
-}
-
-func TestValidateNamesFieldAndValue(t *testing.T) {
-	cases := []struct {
-		name string
-		mod  func(*Config)
-		want string
-	}{
-		{"no endpoint", func(c *Config) { c.Endpoint = "" }, "endpoint: must be set"},
-		{"bad scheme", func(c *Config) { c.Endpoint = "ftp://p:9090" }, `endpoint "ftp://p:9090": scheme must be http or https, got "ftp"`},
-		{"no host", func(c *Config) { c.Endpoint = "http://" }, `endpoint "http://": has no host`},
-		{"query", func(c *Config) { c.Endpoint = "http://p:9090?x=1" }, `endpoint "http://p:9090?x=1": must not carry a query`},
-		{"token over http", func(c *Config) { c.BearerTokenFile = "/t" }, `bearer_token_file "/t": endpoint "http://p:9090" is plain http`},
-		{"ca over http", func(c *Config) { c.TLS.CAFile = "/ca" }, `tls: certificates are configured but endpoint "http://p:9090" is plain http`},
-		{"path", func(c *Config) { c.MetadataPath = "api/v1/metadata" }, `metadata_path "api/v1/metadata": must start with /`},
-		{"refresh", func(c *Config) { c.RefreshInterval = 10 * time.Millisecond }, "refresh_interval 10ms: must be at least 1s"},
-		{"timeout", func(c *Config) { c.Timeout = 0 }, "timeout 0s: must be positive"},
-		{"max size", func(c *Config) { c.MaxResponseSize = -1 }, "max_response_size -1: must be positive"},
-		{"max series", func(c *Config) { c.SeriesCache.MaxSeries = 0 }, "series_cache.max_series 0: must be positive"},
-		{"ttl", func(c *Config) { c.SeriesCache.TTL = 0 }, "series_cache.ttl 0s: must be positive"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := createDefaultConfig()
-			cfg.Endpoint = "http://p:9090"
-			c.mod(cfg)
-			err := cfg.Validate()
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %v, want it to contain %q", err, c.want)
-			}
-		})
-	}
-	ok := createDefaultConfig()
-	ok.Endpoint = "https://p:9090"
-	ok.BearerTokenFile = "/t"
-	if err := ok.Validate(); err != nil {
-		t.Errorf("valid https config rejected: %v", err)
+func TestMetadataURL(t *testing.T) {
+	for endpoint, want := range map[string]string{
+		"https://prometheus-http-api.tigera-prometheus.svc:9090": "https://prometheus-http-api.tigera-prometheus.svc:9090/api/v1/metadata",
+		"https://p:9090/":      "https://p:9090/api/v1/metadata",
+		"https://p:9090/prom/": "https://p:9090/prom/api/v1/metadata",
+	} {
+		cfg := createDefaultConfig()
+		cfg.Endpoint = endpoint
+		assert.Equal(t, want, cfg.metadataURL(), endpoint)
 	}
 }

@@ -1,6 +1,10 @@
 package federationtypesprocessor
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/prometheus/common/model"
+)
 
 // role is what one gauge metric turns out to be once its family is known.
 type role uint8
@@ -22,16 +26,16 @@ const (
 // (OpenMetrics names the family without the suffix).
 func (s *metadataSnapshot) lookup(name string) (role, string, familyMeta) {
 	m, exact := s.families[name]
-	if exact && m.typ != typeUnknown {
+	if exact && m.typ != model.MetricTypeUnknown {
 		if m.ambiguous {
 			return roleAmbiguous, name, m
 		}
 		switch m.typ {
-		case typeCounter:
+		case model.MetricTypeCounter:
 			return roleCounter, name, m
-		case typeSummary:
+		case model.MetricTypeSummary:
 			return roleQuantile, name, m
-		case typeGauge:
+		case model.MetricTypeGauge:
 			return roleGauge, name, m
 		default:
 			return roleNone, name, m
@@ -53,11 +57,11 @@ func (s *metadataSnapshot) lookup(name string) (role, string, familyMeta) {
 			return roleAmbiguous, base, fm
 		}
 		switch {
-		case fm.typ == typeHistogram && sfx.role != roleCounter:
+		case fm.typ == model.MetricTypeHistogram && sfx.role != roleCounter:
 			return sfx.role, base, fm
-		case fm.typ == typeSummary && (sfx.role == roleSum || sfx.role == roleCount):
+		case fm.typ == model.MetricTypeSummary && (sfx.role == roleSum || sfx.role == roleCount):
 			return sfx.role, base, fm
-		case fm.typ == typeCounter && sfx.role == roleCounter:
+		case fm.typ == model.MetricTypeCounter && sfx.role == roleCounter:
 			// The metric keeps its own name; only the type changes.
 			return roleCounter, name, fm
 		}

@@ -14,59 +14,26 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
-// familyType is a Prometheus metric family type as /api/v1/metadata reports it.
-type familyType uint8
-
-const (
-	typeUnknown familyType = iota
-	typeCounter
-	typeGauge
-	typeHistogram
-	typeSummary
-	// typeOther covers gaugehistogram, info and stateset: OTLP has no faithful
-	// equivalent for them here, so their series stay gauges.
-	typeOther
-)
-
-func parseFamilyType(s string) familyType {
-	switch s {
-	case "counter":
-		return typeCounter
-	case "gauge":
-		return typeGauge
-	case "histogram":
-		return typeHistogram
-	case "summary":
-		return typeSummary
-	case "gaugehistogram", "info", "stateset":
-		return typeOther
-	default: // "unknown", "untyped", and whatever a future server invents
-		return typeUnknown
-	}
-}
-
-func (t familyType) String() string {
+// familyType is the type of a family as the metadata API reports it, or
+// model.MetricTypeUnknown for "untyped" and whatever a future server invents.
+// gaugehistogram, info and stateset are kept as reported: OTLP has no faithful
+// equivalent for them here, so their series stay gauges.
+func familyType(t model.MetricType) model.MetricType {
 	switch t {
-	case typeCounter:
-		return "counter"
-	case typeGauge:
-		return "gauge"
-	case typeHistogram:
-		return "histogram"
-	case typeSummary:
-		return "summary"
-	case typeOther:
-		return "other"
-	default:
-		return "unknown"
+	case model.MetricTypeCounter, model.MetricTypeGauge, model.MetricTypeHistogram, model.MetricTypeSummary,
+		model.MetricTypeGaugeHistogram, model.MetricTypeInfo, model.MetricTypeStateset:
+		return t
 	}
+	return model.MetricTypeUnknown
 }
 
 // familyMeta is what the processor knows about one family name.
 type familyMeta struct {
-	typ  familyType
+	typ  model.MetricType
 	help string
 	unit string
 	// ambiguous is set when targets disagree on the family's type (two jobs
@@ -85,9 +52,9 @@ type metadataSnapshot struct {
 
 // metadataEntry mirrors one element of the API's per-name array.
 type metadataEntry struct {
-	Type string `json:"type"`
-	Help string `json:"help"`
-	Unit string `json:"unit"`
+	Type model.MetricType `json:"type"`
+	Help string           `json:"help"`
+	Unit string           `json:"unit"`
 }
 
 type metadataResponse struct {
@@ -122,9 +89,9 @@ func parseMetadata(body []byte, fetched time.Time) (*metadataSnapshot, error) {
 		if name == "" || len(entries) == 0 {
 			continue
 		}
-		m := familyMeta{typ: parseFamilyType(entries[0].Type), help: entries[0].Help, unit: entries[0].Unit}
+		m := familyMeta{typ: familyType(entries[0].Type), help: entries[0].Help, unit: entries[0].Unit}
 		for _, e := range entries[1:] {
-			if parseFamilyType(e.Type) != m.typ {
+			if familyType(e.Type) != m.typ {
 				m.ambiguous = true
 				break
 			}

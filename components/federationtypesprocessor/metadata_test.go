@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/collector/component/componenttest"
 )
 
@@ -30,7 +31,7 @@ func TestParseMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := s.families["h"]; m.typ != typeHistogram || m.ambiguous || m.help != "H." || m.unit != "seconds" {
+	if m := s.families["h"]; m.typ != model.MetricTypeHistogram || m.ambiguous || m.help != "H." || m.unit != "seconds" {
 		t.Errorf("h = %+v: same type with other help is not ambiguous", m)
 	}
 	if !s.families["mixed"].ambiguous || len(s.ambiguous) != 1 || s.ambiguous[0] != "mixed" {

@@ -2,6 +2,7 @@ package federationtypesprocessor
 
 import (
 	"container/list"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -22,8 +23,10 @@ type seriesEntry struct {
 
 // seriesCache is an LRU with a TTL. Least recently seen is at the back, so both
 // expiry and eviction only ever look at the back: the cost is proportional to
-// what is removed, never to the size of the cache. Not safe for concurrent use.
+// what is removed, never to the size of the cache. Batches share it, so every
+// method takes the lock.
 type seriesCache struct {
+	mu      sync.Mutex
 	max     int
 	ttl     time.Duration
 	entries map[seriesKey]*list.Element
@@ -41,7 +44,11 @@ func newSeriesCache(maxSeries int, ttl time.Duration) *seriesCache {
 	}
 }
 
-func (c *seriesCache) len() int { return len(c.entries) }
+func (c *seriesCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
 
 // observe records a sample of a cumulative series and returns its start time.
 //
@@ -53,6 +60,8 @@ func (c *seriesCache) len() int { return len(c.entries) }
 // normal and changes nothing; older timestamps (out of order) change nothing
 // either.
 func (c *seriesCache) observe(key seriesKey, ts pcommon.Timestamp, value float64, now time.Time) pcommon.Timestamp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if el, ok := c.entries[key]; ok {
 		e := el.Value.(*seriesEntry)
 		c.order.MoveToFront(el)
@@ -77,9 +86,11 @@ func (c *seriesCache) observe(key seriesKey, ts pcommon.Timestamp, value float64
 	return ts
 }
 
-// startOf returns the start time of a known series without recording a sample,
-// for staleness markers, which carry no value.
+// startOf returns the start time of a known series without recording a sample
+// or ending the series.
 func (c *seriesCache) startOf(key seriesKey) (pcommon.Timestamp, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	el, ok := c.entries[key]
 	if !ok {
 		return 0, false
@@ -87,17 +98,24 @@ func (c *seriesCache) startOf(key seriesKey) (pcommon.Timestamp, bool) {
 	return el.Value.(*seriesEntry).start, true
 }
 
-// forget drops a series, for example after its staleness marker: if it comes
-// back, it is a new series with a new start.
-func (c *seriesCache) forget(key seriesKey) {
+// end drops a series after its staleness marker, and returns the start time
+// the marker carries if the series was known. If the series comes back, it is a
+// new series with a new start.
+func (c *seriesCache) end(key seriesKey) (start pcommon.Timestamp, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if el, ok := c.entries[key]; ok {
+		start, known = el.Value.(*seriesEntry).start, true
 		c.order.Remove(el)
 		delete(c.entries, key)
 	}
+	return start, known
 }
 
 // expire forgets series not seen since now-ttl.
 func (c *seriesCache) expire(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	cutoff := now.Add(-c.ttl)
 	for el := c.order.Back(); el != nil; el = c.order.Back() {
 		if !el.Value.(*seriesEntry).seen.Before(cutoff) {

@@ -12,7 +12,7 @@
 //     service::extensions; a certwatch instance no exporter uses; certwatch not the
 //     last middleware of an otlp_http exporter;
 //   - two backends whose headers read the same environment variable (recorded as
-//     written by components/safeconfigprovider under its HeaderEnvKey);
+//     written by components/safeconfigprovider under safeconfig.HeaderEnvKey);
 //   - a backend exporter that no pipeline uses (what a second --config merged without
 //     confmap.enableMergeAppendOption silently does to the first backend);
 //   - persistent sending queues whose byte bounds do not fit their file_storage
@@ -25,21 +25,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/featuregate"
 
-	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
+	"github.com/otelcol-relay/otelcol-relay/components/internal/safeconfig"
 )
 
-// PlaintextPrefix starts the name of an exporter that is allowed to send in
+// plaintextPrefix starts the name of an exporter that is allowed to send in
 // plaintext: otlp_grpc/plaintext-mesh. The choice is then visible in the config, the
 // pipelines, every log line and every metric of that exporter.
-const PlaintextPrefix = "plaintext"
+const plaintextPrefix = "plaintext"
 
 const certwatchType = "certwatch"
 
@@ -65,22 +66,22 @@ func NewFactory() confmap.ConverterFactory {
 
 func (converter) Convert(_ context.Context, conf *confmap.Conf) error {
 	var envs map[string]any
-	if conf.IsSet(safeconfigprovider.HeaderEnvKey) {
-		envs, _ = conf.Get(safeconfigprovider.HeaderEnvKey).(map[string]any)
+	if conf.IsSet(safeconfig.HeaderEnvKey) {
+		envs, _ = conf.Get(safeconfig.HeaderEnvKey).(map[string]any)
 		// The record has done its job; the collector itself must never see it.
-		conf.Delete(safeconfigprovider.HeaderEnvKey)
+		conf.Delete(safeconfig.HeaderEnvKey)
 	}
 	var listFiles map[string]any
-	if conf.IsSet(safeconfigprovider.ListFilesKey) {
-		listFiles, _ = conf.Get(safeconfigprovider.ListFilesKey).(map[string]any)
-		conf.Delete(safeconfigprovider.ListFilesKey)
+	if conf.IsSet(safeconfig.ListFilesKey) {
+		listFiles, _ = conf.Get(safeconfig.ListFilesKey).(map[string]any)
+		conf.Delete(safeconfig.ListFilesKey)
 	}
 	if err := checkListMerge(listFiles, mergeAppendEnabled()); err != nil {
 		// Every other finding would only describe the damage the merge did.
 		return fmt.Errorf("safeconfig: %w", err)
 	}
 	cfg := conf.ToStringMap()
-	errs := append(Check(cfg, envs), checkQueueVolumes(cfg, volumeSize)...)
+	errs := append(check(cfg, envs), checkQueueVolumes(cfg, volumeSize)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("safeconfig: %w", errors.Join(errs...))
 	}
@@ -109,12 +110,12 @@ func checkListMerge(listFiles map[string]any, appendOn bool) error {
 	if appendOn || len(listFiles) < 2 {
 		return nil
 	}
-	return fmt.Errorf("config files %s each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the %s feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=%s", strings.Join(sortedKeys(listFiles), ", "), mergeAppendGate, mergeAppendGate)
+	return fmt.Errorf("config files %s each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the %s feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=%s", strings.Join(slices.Sorted(maps.Keys(listFiles)), ", "), mergeAppendGate, mergeAppendGate)
 }
 
-// Check returns one error per rule violation in an expanded config. headerEnvs is
+// check returns one error per rule violation in an expanded config. headerEnvs is
 // safeconfigprovider's record (exporter id -> header -> env names), or nil.
-func Check(cfg map[string]any, headerEnvs map[string]any) []error {
+func check(cfg map[string]any, headerEnvs map[string]any) []error {
 	exporters := asMap(cfg["exporters"])
 	extensions := asMap(cfg["extensions"])
 	service := asMap(cfg["service"])
@@ -127,7 +128,7 @@ func Check(cfg map[string]any, headerEnvs map[string]any) []error {
 
 	var errs []error
 	usedCertwatch := map[string]bool{}
-	for _, id := range sortedKeys(exporters) {
+	for _, id := range slices.Sorted(maps.Keys(exporters)) {
 		typ, name := splitID(id)
 		proto, ok := backendTypes[typ]
 		if !ok {
@@ -154,7 +155,7 @@ func Check(cfg map[string]any, headerEnvs map[string]any) []error {
 			errs = append(errs, checkCertwatchOverrides(id, exp, mwID, asMap(extensions[mwID]))...)
 		}
 	}
-	for _, id := range sortedKeys(extensions) {
+	for _, id := range slices.Sorted(maps.Keys(extensions)) {
 		if t, _ := splitID(id); t == certwatchType && !usedCertwatch[id] {
 			errs = append(errs, fmt.Errorf("extensions::%s: no exporter uses it (no exporter lists {id: %s} in middlewares): a misspelt middleware id would otherwise leave its exporter without the intended certificates", id, id))
 		}
@@ -191,7 +192,7 @@ func checkTransport(id, name, proto string, exp map[string]any) []error {
 				plain = append(plain, fmt.Sprintf("%s %q", k, redact(ep)))
 			case "https":
 			default:
-				return []error{fmt.Errorf("exporters::%s: %s %q must start with https:// (or http:// on an exporter named %s/%s-...)", id, k, redact(ep), typeOf(id), PlaintextPrefix)}
+				return []error{fmt.Errorf("exporters::%s: %s %q must start with https:// (or http:// on an exporter named %s/%s-...)", id, k, redact(ep), typeOf(id), plaintextPrefix)}
 			}
 		}
 		if insecure && len(plain) == 0 {
@@ -214,7 +215,7 @@ func checkTransport(id, name, proto string, exp map[string]any) []error {
 			plain = append(plain, "tls::insecure true")
 		}
 	}
-	optIn := strings.HasPrefix(name, PlaintextPrefix)
+	optIn := strings.HasPrefix(name, plaintextPrefix)
 	skipVerify := isTrue(tlsCfg["insecure_skip_verify"])
 	var errs []error
 	switch {
@@ -231,7 +232,7 @@ func checkTransport(id, name, proto string, exp map[string]any) []error {
 			}
 		}
 		if !optIn {
-			errs = append(errs, fmt.Errorf("exporters::%s: plaintext connection (%s): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter %s/%s-<name>", id, what, typeOf(id), PlaintextPrefix))
+			errs = append(errs, fmt.Errorf("exporters::%s: plaintext connection (%s): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter %s/%s-<name>", id, what, typeOf(id), plaintextPrefix))
 		}
 		return errs
 	case tlsAnyway != "" && !certwatch:
@@ -242,9 +243,9 @@ func checkTransport(id, name, proto string, exp map[string]any) []error {
 	// field is ignored, which checkCertwatchOverrides reports.
 	switch {
 	case skipVerify && !optIn && !certwatch:
-		errs = append(errs, fmt.Errorf("exporters::%s: tls::insecure_skip_verify is true, so the backend's certificate is not verified and anyone on the path can read and alter the data and take its credentials: verify it (tls::ca_file, or a certwatch instance), or make the choice visible by naming the exporter %s/%s-<name>", id, typeOf(id), PlaintextPrefix))
+		errs = append(errs, fmt.Errorf("exporters::%s: tls::insecure_skip_verify is true, so the backend's certificate is not verified and anyone on the path can read and alter the data and take its credentials: verify it (tls::ca_file, or a certwatch instance), or make the choice visible by naming the exporter %s/%s-<name>", id, typeOf(id), plaintextPrefix))
 	case optIn && !skipVerify:
-		errs = append(errs, fmt.Errorf("exporters::%s: the name says %q but the connection uses TLS%s: rename it so the name does not mislead", id, PlaintextPrefix, hint))
+		errs = append(errs, fmt.Errorf("exporters::%s: the name says %q but the connection uses TLS%s: rename it so the name does not mislead", id, plaintextPrefix, hint))
 	}
 	return errs
 }
@@ -263,7 +264,7 @@ var certwatchFields = map[string]bool{
 func checkCertwatchOverrides(id string, exp map[string]any, mwID string, cw map[string]any) []error {
 	tlsCfg := asMap(exp["tls"])
 	var errs []error
-	for _, k := range sortedKeys(tlsCfg) {
+	for _, k := range slices.Sorted(maps.Keys(tlsCfg)) {
 		v := tlsCfg[k]
 		if isZero(v) {
 			continue
@@ -314,12 +315,12 @@ func isTrue(v any) bool {
 func checkEnvCollisions(exporters, headerEnvs map[string]any) []error {
 	type use struct{ id, header string }
 	users := map[string][]use{}
-	for _, id := range sortedKeys(headerEnvs) {
+	for _, id := range slices.Sorted(maps.Keys(headerEnvs)) {
 		if !hasKey(exporters, id) { // overridden away by a later file
 			continue
 		}
 		hs := asMap(headerEnvs[id])
-		for _, h := range sortedKeys(hs) {
+		for _, h := range slices.Sorted(maps.Keys(hs)) {
 			s, _ := hs[h].(string)
 			for _, env := range strings.Fields(s) {
 				users[env] = append(users[env], use{id, h})
@@ -327,7 +328,7 @@ func checkEnvCollisions(exporters, headerEnvs map[string]any) []error {
 		}
 	}
 	var errs []error
-	for _, env := range sortedKeys(toAny(users)) {
+	for _, env := range slices.Sorted(maps.Keys(users)) {
 		us := users[env]
 		backends := map[string]bool{}
 		var where []string
@@ -357,7 +358,7 @@ func checkUnusedBackends(exporters, pipelines map[string]any) []error {
 		}
 	}
 	var errs []error
-	for _, id := range sortedKeys(exporters) {
+	for _, id := range slices.Sorted(maps.Keys(exporters)) {
 		if t, _ := splitID(id); backendTypes[t] != "" && !used[id] {
 			errs = append(errs, fmt.Errorf("exporters::%s: no pipeline in service::pipelines sends to it; if it was added with a second --config, run with --feature-gates=confmap.enableMergeAppendOption so that pipeline exporter lists are appended, not replaced", id))
 		}
@@ -415,21 +416,4 @@ func asMap(v any) map[string]any {
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
-}
-
-func toAny[V any](m map[string]V) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

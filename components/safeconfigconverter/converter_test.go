@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/featuregate"
 
+	"github.com/otelcol-relay/otelcol-relay/components/internal/safeconfig"
 	"github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
 )
 
@@ -97,8 +98,8 @@ func TestValidConfigsPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if conf.IsSet(safeconfigprovider.HeaderEnvKey) {
-		t.Fatalf("%s left in the config", safeconfigprovider.HeaderEnvKey)
+	if conf.IsSet(safeconfig.HeaderEnvKey) {
+		t.Fatalf("%s left in the config", safeconfig.HeaderEnvKey)
 	}
 
 	withMergeAppend(t)

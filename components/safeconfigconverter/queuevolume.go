@@ -2,10 +2,16 @@ package safeconfigconverter
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 )
 
 // diskPerQueuedByte is how much disk a byte of queue_size can take. file_storage
@@ -43,10 +49,13 @@ type persistentQueue struct {
 func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 	extensions := asMap(cfg["extensions"])
 	signals := exporterSignals(asMap(asMap(cfg["service"])["pipelines"]))
+	// Where an extension's config leaves them out, the extension's own defaults.
+	fileStorage := filestorage.NewFactory().CreateDefaultConfig().(*filestorage.Config)
+	queueStorage := queuestorageextension.NewFactory().CreateDefaultConfig().(*queuestorageextension.Config)
 
 	byDir := map[string][]persistentQueue{}
 	exporters := asMap(cfg["exporters"])
-	for _, id := range sortedKeys(exporters) {
+	for _, id := range slices.Sorted(maps.Keys(exporters)) {
 		q := asMap(asMap(exporters[id])["sending_queue"])
 		storage, _ := q["storage"].(string)
 		if storage == "" || q["enabled"] == false || q["sizer"] != "bytes" || len(signals[id]) == 0 {
@@ -64,21 +73,21 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 		var segment uint64
 		switch {
 		case t == "queue_storage":
-			segment = 8 << 20 // queue_storage's default segment_size
+			segment = uint64(queueStorage.SegmentSize)
 			if v, ok := toUint(asMap(extensions[storage])["segment_size"]); ok {
 				segment = v
 			}
 			if dir == "" {
-				dir = "/var/lib/otelcol-relay/queue" // queue_storage's default
+				dir = queueStorage.Directory
 			}
 		case dir == "":
-			dir = "/var/lib/otelcol/file_storage" // file_storage's default on Linux
+			dir = fileStorage.Directory
 		}
 		byDir[filepath.Clean(dir)] = append(byDir[filepath.Clean(dir)], persistentQueue{id, n, signals[id], segment})
 	}
 
 	var errs []error
-	for _, dir := range sortedKeys(toAny(byDir)) {
+	for _, dir := range slices.Sorted(maps.Keys(byDir)) {
 		total, measured, ok := size(dir)
 		if !ok {
 			continue

@@ -5,9 +5,9 @@
 // into the config (and so into a ConfigMap).
 //
 // It also records, for every exporter header, which environment variables the
-// value comes from, under the top-level key HeaderEnvKey. The collector merges that
-// key across `--config` files exactly as it merges the headers themselves, and
-// components/safeconfigconverter reads it (to find two backends sharing a
+// value comes from, under the top-level key safeconfig.HeaderEnvKey. The collector
+// merges that key across `--config` files exactly as it merges the headers
+// themselves, and components/safeconfigconverter reads it (to find two backends sharing a
 // credential variable) and deletes it before the config is unmarshalled. The two
 // components are meant to be installed together; see README.md.
 package safeconfigprovider // import "github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
@@ -16,26 +16,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+
+	"github.com/otelcol-relay/otelcol-relay/components/internal/safeconfig"
 )
-
-// HeaderEnvKey is the top-level key under which the provider records, per exporter
-// and header, the space-separated names of the environment variables the header
-// value is read from. safeconfigconverter consumes and removes it.
-const HeaderEnvKey = "safeconfig_header_env"
-
-// ListFilesKey is the top-level key under which the provider records each config
-// file that sets a list under service:: (extensions, or a pipeline's receivers,
-// processors or exporters). Without the confmap.enableMergeAppendOption gate, a
-// second such file replaces those lists instead of adding to them; the converter
-// refuses that. Paths are map keys so the record survives the merge of files.
-const ListFilesKey = "safeconfig_service_list_files"
 
 const schemeName = "file"
 
@@ -68,7 +59,7 @@ func (p *provider) Retrieve(ctx context.Context, uri string, watcher confmap.Wat
 		return ret, nil
 	}
 	path := strings.TrimPrefix(uri, schemeName+":")
-	if errs := Check(doc); len(errs) > 0 {
+	if errs := check(doc); len(errs) > 0 {
 		return nil, fmt.Errorf("safeconfig: %s: %w", path, errors.Join(errs...))
 	}
 	envs := headerEnvs(doc)
@@ -77,10 +68,10 @@ func (p *provider) Retrieve(ctx context.Context, uri string, watcher confmap.Wat
 		return ret, nil
 	}
 	if len(envs) > 0 {
-		doc[HeaderEnvKey] = envs
+		doc[safeconfig.HeaderEnvKey] = envs
 	}
 	if setsLists {
-		doc[ListFilesKey] = map[string]any{path: true}
+		doc[safeconfig.ListFilesKey] = map[string]any{path: true}
 	}
 	return confmap.NewRetrieved(doc)
 }
@@ -131,12 +122,14 @@ var secretKeys = map[string]bool{
 // word could be (part of) the credential itself.
 var authScheme = regexp.MustCompile(`(?i)^\s*((basic|bearer|digest|negotiate|oauth|apikey|api-key|api-token|token|dsn|splunk|genie-?key|ssws)\s+)?$`)
 
-// Check returns one error per literal credential in a raw (unexpanded) config
+// check returns one error per literal credential in a raw (unexpanded) config
 // document. Errors name the component and the field but never the value.
-func Check(doc map[string]any) []error {
+func check(doc map[string]any) []error {
 	var errs []error
 	walk(doc, "", func(path, key string, value any) {
 		switch {
+		case key == "":
+			// a list element: its list's key decides
 		case key == "headers":
 			errs = append(errs, checkHeaders(path, value)...)
 		case key == "http_headers":
@@ -147,8 +140,10 @@ func Check(doc map[string]any) []error {
 			errs = append(errs, checkValues(path, value)...)
 		}
 	})
-	walkStrings(doc, "", func(path, s string) {
-		errs = append(errs, checkURL(path, s)...)
+	walk(doc, "", func(path, _ string, value any) {
+		if s, ok := value.(string); ok {
+			errs = append(errs, checkURL(path, s)...)
+		}
 	})
 	return errs
 }
@@ -168,7 +163,7 @@ func checkHeaders(path string, headers any) []error {
 		}
 		hint := ""
 		if id != "" {
-			hint = ExporterEnvName(id, name)
+			hint = safeconfig.ExporterEnvName(id, name)
 		}
 		if err := checkCredential(value, hint); err != nil {
 			errs = append(errs, fmt.Errorf("%s: headers::%s %w", owner, name, err))
@@ -183,7 +178,7 @@ func checkHeaders(path string, headers any) []error {
 func checkHTTPHeaders(path string, headers any) []error {
 	hs, _ := headers.(map[string]any)
 	var errs []error
-	for _, name := range sortedKeys(hs) {
+	for _, name := range slices.Sorted(maps.Keys(hs)) {
 		h, _ := hs[name].(map[string]any)
 		if credentialHeader.MatchString(name) {
 			errs = append(errs, checkValues(path+"::"+name+"::values", h["values"])...)
@@ -224,29 +219,29 @@ func checkURL(path, s string) []error {
 		return nil
 	}
 	var errs []error
-	refs, _ := scan(s)
+	refs, _ := safeconfig.Scan(s)
 	for _, r := range refs {
-		if r.hasDef {
-			errs = append(errs, checkURL(path, r.def)...)
+		if r.HasDef {
+			errs = append(errs, checkURL(path, r.Def)...)
 		}
 	}
-	masked, orig := maskRefs(s)
+	masked, orig := safeconfig.MaskRefs(s)
 	u, err := url.Parse(masked)
 	if err != nil {
 		return errs // not a URL
 	}
 	if pw, ok := u.User.Password(); ok {
-		if err := checkCredential(unmask(pw, orig), ""); err != nil {
+		if err := checkCredential(safeconfig.Unmask(pw, orig), ""); err != nil {
 			errs = append(errs, fmt.Errorf("%s has a password in its userinfo, which Go sends as Basic auth: the password %w", path, err))
 		}
 	}
 	q := u.Query()
-	for _, name := range sortedKeys(toAny(q)) {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if !isCredentialParam(name) {
 			continue
 		}
 		for _, v := range q[name] {
-			if err := checkCredential(unmask(v, orig), ""); err != nil {
+			if err := checkCredential(safeconfig.Unmask(v, orig), ""); err != nil {
 				errs = append(errs, fmt.Errorf("%s has a credential in its query parameter %s: the value %w", path, name, err))
 				break
 			}
@@ -273,7 +268,7 @@ func checkCredential(value any, envHint string) error {
 		}
 		return fmt.Errorf("is a credential written as a literal value (value not shown): write %s instead", suggest)
 	}
-	refs, literal := scan(s)
+	refs, literal := safeconfig.Scan(s)
 	if len(refs) == 0 {
 		if strings.TrimSpace(literal) == "" {
 			return nil // empty: no credential to leak
@@ -282,10 +277,10 @@ func checkCredential(value any, envHint string) error {
 	}
 	for _, r := range refs {
 		switch {
-		case r.scheme == "env" && r.hasDef && r.def != "":
-			return fmt.Errorf("has a literal default in ${env:%s:-...} (value not shown): a default credential would sit in the config; remove the default", r.name)
-		case r.scheme != "env" && r.scheme != "file":
-			return fmt.Errorf("comes from ${%s:...}, which embeds the value in the config: use %s", r.scheme, suggest)
+		case r.Scheme == "env" && r.HasDef && r.Def != "":
+			return fmt.Errorf("has a literal default in ${env:%s:-...} (value not shown): a default credential would sit in the config; remove the default", r.Name)
+		case r.Scheme != "env" && r.Scheme != "file":
+			return fmt.Errorf("comes from ${%s:...}, which embeds the value in the config: use %s", r.Scheme, suggest)
 		}
 	}
 	// The literal text may only be a scheme word in front of the references.
@@ -302,7 +297,7 @@ func checkCredential(value any, envHint string) error {
 func forEachHeader(headers any, f func(name string, value any)) {
 	switch hs := headers.(type) {
 	case map[string]any:
-		for _, name := range sortedKeys(hs) {
+		for _, name := range slices.Sorted(maps.Keys(hs)) {
 			f(name, hs[name])
 		}
 	case []any:
@@ -341,11 +336,11 @@ func headerEnvs(doc map[string]any) map[string]any {
 			if !ok {
 				return
 			}
-			refs, _ := scan(s)
+			refs, _ := safeconfig.Scan(s)
 			var names []string
 			for _, r := range refs {
-				if r.scheme == "env" {
-					names = append(names, r.name)
+				if r.Scheme == "env" {
+					names = append(names, r.Name)
 				}
 			}
 			if len(names) > 0 {
@@ -359,35 +354,12 @@ func headerEnvs(doc map[string]any) map[string]any {
 	return out
 }
 
-// ExporterEnvName is the conventional variable for a header of an exporter:
-// OTEL_EXPORTER_<NAME>_<HEADER>, upper case, anything outside [A-Z0-9_] as "_".
-// id is the exporter's ID or just its name. backendsconverter names the variables
-// it reads with it, so the two never disagree.
-func ExporterEnvName(id, header string) string {
-	name := id
-	if _, n, ok := strings.Cut(id, "/"); ok {
-		name = n
-	}
-	return "OTEL_EXPORTER_" + envSafe(name) + "_" + envSafe(header)
-}
-
-func envSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z':
-			return r - 'a' + 'A'
-		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
-			return r
-		default:
-			return '_'
-		}
-	}, s)
-}
-
+// walk calls f for every value in v, depth first, with its path: for a map
+// entry with its key, for a list element with key "".
 func walk(v any, path string, f func(path, key string, value any)) {
 	switch t := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			p := k
 			if path != "" {
 				p = path + "::" + k
@@ -397,28 +369,10 @@ func walk(v any, path string, f func(path, key string, value any)) {
 		}
 	case []any:
 		for i, item := range t {
-			walk(item, fmt.Sprintf("%s[%d]", path, i), f)
+			p := fmt.Sprintf("%s[%d]", path, i)
+			f(p, "", item)
+			walk(item, p, f)
 		}
-	}
-}
-
-// walkStrings calls f for every string in v, list elements included.
-func walkStrings(v any, path string, f func(path, s string)) {
-	switch t := v.(type) {
-	case map[string]any:
-		for _, k := range sortedKeys(t) {
-			p := k
-			if path != "" {
-				p = path + "::" + k
-			}
-			walkStrings(t[k], p, f)
-		}
-	case []any:
-		for i, item := range t {
-			walkStrings(item, fmt.Sprintf("%s[%d]", path, i), f)
-		}
-	case string:
-		f(path, t)
 	}
 }
 
@@ -451,21 +405,4 @@ func isScalar(v any) bool {
 		return false
 	}
 	return true
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func toAny[V any](m map[string]V) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-relay/otelcol-relay/components/internal/safeconfig"
 )
 
 const secret = "s3cr3t-value-never-printed"
@@ -142,7 +144,7 @@ func TestRecordsHeaderEnvs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := raw.(map[string]any)[HeaderEnvKey].(map[string]any)["otlp_http/a"].(map[string]any)
+	got := raw.(map[string]any)[safeconfig.HeaderEnvKey].(map[string]any)["otlp_http/a"].(map[string]any)
 	if got["Authorization"] != "A_TOKEN" || got["X-Tenant"] != "TENANT REGION" || got["X-Static"] != nil {
 		t.Fatalf("recorded %v", got)
 	}

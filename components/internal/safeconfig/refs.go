@@ -1,23 +1,23 @@
-package safeconfigprovider // import "github.com/otelcol-relay/otelcol-relay/components/safeconfigprovider"
+package safeconfig
 
 import (
 	"fmt"
 	"strings"
 )
 
-// ref is one ${...} reference found in a raw config string.
-type ref struct {
-	scheme string // "env" (also for ${NAME}, the default scheme), "file", or another scheme
-	name   string // variable name or file path
-	// def is the literal default of ${env:NAME:-default}; hasDef tells "" from absent.
-	def    string
-	hasDef bool
+// Ref is one ${...} reference found in a raw config string.
+type Ref struct {
+	Scheme string // "env" (also for ${NAME}, the default scheme), "file", or another scheme
+	Name   string // variable name or file path
+	// Def is the literal default of ${env:NAME:-default}; HasDef tells "" from absent.
+	Def    string
+	HasDef bool
 }
 
-// scan splits a raw config string into its ${...} references and the literal text
+// Scan splits a raw config string into its ${...} references and the literal text
 // around them. "$$" is the confmap escape for a literal "$", so "$${env:X}" is text,
 // not a reference.
-func scan(s string) (refs []ref, literal string) {
+func Scan(s string) (refs []Ref, literal string) {
 	var lit strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] != '$' || i+1 >= len(s) {
@@ -64,22 +64,22 @@ func closingBrace(s string, from int) int {
 	return -1
 }
 
-func parseRef(body string) ref {
+func parseRef(body string) Ref {
 	scheme, rest, ok := strings.Cut(body, ":")
 	if !ok { // ${NAME}: the collector's default scheme is env
-		return ref{scheme: "env", name: body}
+		return Ref{Scheme: "env", Name: body}
 	}
-	r := ref{scheme: scheme, name: rest}
+	r := Ref{Scheme: scheme, Name: rest}
 	if scheme == "env" {
-		r.name, r.def, r.hasDef = strings.Cut(rest, ":-")
+		r.Name, r.Def, r.HasDef = strings.Cut(rest, ":-")
 	}
 	return r
 }
 
-// maskRefs replaces each ${...} reference of s with a placeholder that parses as
+// MaskRefs replaces each ${...} reference of s with a placeholder that parses as
 // plain text in any part of a URL, so the literal parts can be parsed as a URL
-// and each part's references restored with unmask.
-func maskRefs(s string) (string, []string) {
+// and each part's references restored with Unmask.
+func MaskRefs(s string) (string, []string) {
 	var b strings.Builder
 	var orig []string
 	for i := 0; i < len(s); i++ {
@@ -103,7 +103,8 @@ func maskRefs(s string) (string, []string) {
 	return b.String(), orig
 }
 
-func unmask(s string, orig []string) string {
+// Unmask puts back in s the references MaskRefs replaced.
+func Unmask(s string, orig []string) string {
 	for i, o := range orig {
 		s = strings.ReplaceAll(s, placeholder(i), o)
 	}

@@ -1,0 +1,29 @@
+package queuestorageextension
+
+import (
+	"testing"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/configtest"
+)
+
+func TestLoadConfig(t *testing.T) {
+	configtest.Run(t, NewFactory(), []configtest.Case{
+		{Name: "", Expected: &Config{Directory: "/var/lib/otelcol-relay/queue", SegmentSize: 8 << 20, MemoryCacheSize: 32 << 20}},
+		{
+			Name: "custom",
+			Expected: &Config{
+				Directory:       "/var/lib/otelcol-relay/queue-v2",
+				SegmentSize:     1 << 20,
+				MemoryCacheSize: 0,
+				Fsync:           true,
+				MigrateFrom:     "/var/lib/otelcol-relay/queue",
+			},
+		},
+
+		{Name: "no_directory", WantErr: "directory: must be set"},
+		{Name: "small_segments", WantErr: "segment_size 10: must be at least 65536 bytes"},
+		{Name: "negative_memory_cache", WantErr: "memory_cache_size -1: must not be negative"},
+		{Name: "migrate_from_itself", WantErr: `migrate_from "/var/lib/otelcol-relay/queue": must differ from directory`},
+		{Name: "misspelt", WantErr: "invalid keys: segment_sise"},
+	})
+}

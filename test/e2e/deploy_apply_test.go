@@ -1,0 +1,158 @@
+package e2e_test
+
+// The overlays applied to a real kube-apiserver (from `hack/kube-peers.sh`, in
+// bin/): they apply, apply again as a no-op, and store what a cluster would run.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestKubeDeployApply applies every overlay to a real API server twice: the first
+// apply creates everything, the second changes nothing (no resourceVersion moves,
+// and `kubectl diff --server-side` finds no difference).
+func TestKubeDeployApply(t *testing.T) {
+	k := e2e.StartKube(t)
+	installServiceMonitorCRD(t, k)
+
+	for _, o := range overlays {
+		dir := deployDir("overlays", o)
+		out := k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
+		t.Logf("%s: first apply:\n%s", o, out)
+		before := resourceVersions(t, k, dir)
+		if len(before) < 8 {
+			t.Fatalf("%s: only %d objects after apply: %v", o, len(before), before)
+		}
+		k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
+		after := resourceVersions(t, k, dir)
+		if fmt.Sprint(before) != fmt.Sprint(after) {
+			t.Errorf("%s: second apply changed objects:\nbefore %v\nafter  %v", o, before, after)
+		}
+		if out, err := k.Kubectl(t, "diff", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir); err != nil {
+			t.Errorf("%s: kubectl diff after apply reports a difference (%v):\n%s", o, err, out)
+		}
+	}
+
+	// What the apply produced, checked where a mistake is silent in a cluster.
+	ctx := context.Background()
+	sts, err := k.Client.AppsV1().StatefulSets("otelcol-relay").Get(ctx, "otelcol-relay", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGatewayPod(t, sts)
+	fed, err := k.Client.AppsV1().StatefulSets("otelcol-relay").Get(ctx, "otelcol-relay-federation", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := fed.Spec.Replicas; r == nil || *r != 1 {
+		t.Errorf("federation replicas = %v, want exactly 1", r)
+	}
+	// The HPA and PDBs as the API server stored them (defaults applied), for the
+	// relay of each namespace.
+	for ns, relay := range map[string]string{"otelcol-relay": "otelcol-relay"} {
+		hpa, err := k.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "otelcol-relay", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", ns, err)
+		}
+		if ref := hpa.Spec.ScaleTargetRef; ref.Kind != "StatefulSet" || ref.Name != relay {
+			t.Errorf("%s: HPA scales %s/%s, want StatefulSet/%s", ns, ref.Kind, ref.Name, relay)
+		}
+		if _, err := k.Client.AppsV1().StatefulSets(ns).Get(ctx, hpa.Spec.ScaleTargetRef.Name, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: the HPA's target: %v", ns, err)
+		}
+		if m := hpa.Spec.MinReplicas; m == nil || *m != 2 || hpa.Spec.MaxReplicas < 2 {
+			t.Errorf("%s: HPA min %v max %d, want min 2", ns, m, hpa.Spec.MaxReplicas)
+		}
+		pdbs, err := k.Client.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pdbs.Items) != 2 {
+			t.Errorf("%s: %d PodDisruptionBudgets, want the relay's and federation's", ns, len(pdbs.Items))
+		}
+	}
+	checkFederationToken(t, "base federation", fed)
+	agentSvc, err := k.Client.CoreV1().Services("otelcol-relay").Get(context.Background(), "otelcol-relay-agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := agentSvc.Spec.InternalTrafficPolicy; p == nil || *p != corev1.ServiceInternalTrafficPolicyLocal {
+		t.Errorf("agent Service internalTrafficPolicy = %v, want Local", p)
+	}
+}
+
+func checkGatewayPod(t *testing.T, sts *appsv1.StatefulSet) {
+	t.Helper()
+	// Without a controller-manager nothing scales it: the default of a
+	// StatefulSet whose manifest leaves replicas to the HPA.
+	if r := sts.Spec.Replicas; r == nil || *r != 1 {
+		t.Errorf("relay replicas = %v, want the default 1 (the manifest sets none)", r)
+	}
+	spec := sts.Spec.Template.Spec
+	if fs := spec.SecurityContext.FSGroup; fs == nil || *fs != 10001 {
+		t.Errorf("fsGroup = %v, want 10001 (the queue volume must be writable by uid 10001)", fs)
+	}
+	c := spec.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || *sc.RunAsUser != 10001 || *sc.RunAsGroup != 10001 ||
+		!*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("container securityContext is not the hardened one: %+v", sc)
+	}
+	for _, m := range c.VolumeMounts {
+		if m.SubPath != "" || m.SubPathExpr != "" {
+			t.Errorf("volume mount %s uses subPath: rotated files would never reach the collector", m.Name)
+		}
+	}
+	if got := c.Resources.Requests.Memory().String() + "/" + c.Resources.Limits.Memory().String(); got != "256Mi/512Mi" {
+		t.Errorf("memory request/limit = %s, want 256Mi/512Mi", got)
+	}
+	if len(sts.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("want one volumeClaimTemplate for the queue, got %d", len(sts.Spec.VolumeClaimTemplates))
+	}
+}
+
+// checkFederationToken: the token federation sends to its target is a projected
+// ServiceAccount token of its own with a short expiry, not the pod's API token
+// (valid an hour, which the API server may extend to a year).
+func checkFederationToken(t *testing.T, name string, sts *appsv1.StatefulSet) {
+	t.Helper()
+	spec := sts.Spec.Template.Spec
+	c := spec.Containers[0]
+	file := ""
+	for _, e := range c.Env {
+		if e.Name == "RELAY_FEDERATION_TOKEN_FILE" {
+			file = e.Value
+		}
+	}
+	if file == "" {
+		t.Errorf("%s: RELAY_FEDERATION_TOKEN_FILE is not set: federation sends the pod's API token", name)
+		return
+	}
+	for _, m := range c.VolumeMounts {
+		if filepath.Dir(file) != m.MountPath {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name || v.Projected == nil {
+				continue
+			}
+			for _, src := range v.Projected.Sources {
+				if sat := src.ServiceAccountToken; sat != nil && sat.Path == filepath.Base(file) {
+					if sat.ExpirationSeconds == nil || *sat.ExpirationSeconds > 900 {
+						t.Errorf("%s: federation token expires after %v s, want at most 900", name, sat.ExpirationSeconds)
+					}
+					return
+				}
+			}
+		}
+	}
+	t.Errorf("%s: RELAY_FEDERATION_TOKEN_FILE %s is not a projected serviceAccountToken", name, file)
+}
