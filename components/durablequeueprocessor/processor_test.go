@@ -3,6 +3,7 @@ package durablequeueprocessor
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -250,5 +251,47 @@ func TestMissingStorageIsNamed(t *testing.T) {
 	p := newLogs(t, cfg, &gate{seen: map[int64]int{}})
 	err := p.Start(context.Background(), host{exts: map[component.ID]component.Component{}})
 	require.ErrorContains(t, err, `storage: extension "queue_storage/typo" is not configured`)
+	require.NoError(t, p.Shutdown(context.Background()))
+}
+
+// On a full volume the sender is told to retry; deliveries still free space.
+func TestVolumeFullIsRetryableAndRecovers(t *testing.T) {
+	vol := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", vol).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", vol).Run() })
+	f := queuestorageextension.NewFactory()
+	scfg := f.CreateDefaultConfig().(*queuestorageextension.Config)
+	scfg.Directory, scfg.SegmentSize = vol, 64<<10
+	ext, err := f.Create(context.Background(), extension.Settings{ID: storageID, TelemetrySettings: extensiontest.NewNopSettings(f.Type()).TelemetrySettings, BuildInfo: component.NewDefaultBuildInfo()}, scfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), nil))
+	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
+	h := host{exts: map[component.ID]component.Component{storageID: ext}}
+
+	g := &gate{seen: map[int64]int{}}
+	g.set(errors.New("backend down"))
+	p := newLogs(t, testConfig(), g)
+	require.NoError(t, p.Start(context.Background(), h))
+	accepted := 0
+	for ; accepted < 10000; accepted++ {
+		if err = p.ConsumeLogs(context.Background(), logs(accepted*10, 10)); err != nil {
+			break
+		}
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "queue volume full")
+	assert.False(t, consumererror.IsPermanent(err), "a full volume must make the sender retry")
+	t.Logf("1 MiB volume: %d requests acknowledged, then: %v", accepted, err)
+
+	g.set(nil)
+	require.Eventually(t, func() bool { n, _, _ := g.count(); return n == accepted*10 }, 10*time.Second, 10*time.Millisecond)
+	// Delivered requests were deleted and their space reclaimed.
+	require.Eventually(t, func() bool {
+		return p.ConsumeLogs(context.Background(), logs(1_000_000, 10)) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	_, dups, _ := g.count()
+	assert.Zero(t, dups)
 	require.NoError(t, p.Shutdown(context.Background()))
 }

@@ -107,6 +107,12 @@ func (q *queue[T]) start(client storage.Client) error {
 		q.pendItems += int(items)
 	}
 	q.first, q.nextSeq = first, next
+	// Both counters exist from the start, so that later writes of them are
+	// updates, which queue_storage takes from its reserve on a full volume:
+	// deliveries can always be recorded, and free the space.
+	if err := client.Batch(ctx, storage.SetOperation(firstKey, counter(first)), storage.SetOperation(nextKey, counter(next))); err != nil {
+		return fmt.Errorf("durable_queue: writing its counters: %w", err)
+	}
 	if len(q.pending) > 0 {
 		q.logger.Info("Recovered requests acknowledged before the restart",
 			zap.Int("requests", len(q.pending)), zap.Int64("items", q.items), zap.Int64("bytes", q.bytes))
