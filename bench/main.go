@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/scenario"
 )
 
 var (
@@ -164,38 +165,21 @@ func rusage() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// startVariant starts the collector for variant against a fresh bench sink.
-func startVariant(t *runTB, variant string, maxSeq int64, env ...string) (*sink, *e2e.Gateway, *e2e.ReceiverTLS, func() *e2e.Collector) {
-	backend := e2e.NewBackendTLS(t, "default")
-	s := newSink(t, backend.Server, maxSeq)
-	rcv := e2e.NewReceiverTLS(t)
-	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: s.URL, Backend: backend, Receiver: rcv, Env: env})
+// startVariant prepares the gateway rig (internal/scenario) for variant against
+// a sink that counts sequence numbers below maxSeq.
+func startVariant(t *runTB, variant string, maxSeq int64) *scenario.Rig {
 	args, err := variantConfig(variant, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func() *e2e.Collector {
-		return e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: args, ReadyTimeout: 90 * time.Second})
-	}
-	return s, gw, rcv, start
-}
-
-func newSender(gw *e2e.Gateway, rcv *e2e.ReceiverTLS, workers int, rate float64) *e2e.Sender {
-	return e2e.NewSender(e2e.SenderOptions{URL: gw.HTTPURL + "/v1/logs", TLS: rcv.Client, Workers: workers, Rate: rate})
-}
-
-func sumRecords(chunks []e2e.Chunk) int {
-	n := 0
-	for _, c := range chunks {
-		n += c.N
-	}
-	return n
+	return scenario.NewRig(t, scenario.RigOptions{Args: args, MaxSeq: maxSeq})
 }
 
 func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, profile bool) *runResult {
-	steadyN, satN := sumRecords(steadyChunks), sumRecords(satChunks)
-	s, gw, rcv, start := startVariant(t, variant, int64(steadyN+satN))
-	col := start()
+	steadyN, satN := scenario.Records(steadyChunks), scenario.Records(satChunks)
+	r := startVariant(t, variant, int64(steadyN+satN))
+	s, gw := r.Sink, r.GW
+	col := r.Start(t)
 	res := &runResult{}
 	t0 := time.Now()
 
@@ -215,7 +199,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 		for {
 			st, err := e2e.ReadProc(col.PID())
 			if err == nil {
-				samples = append(samples, sample{time.Now(), st, s.received.Load()})
+				samples = append(samples, sample{time.Now(), st, int64(s.LogRecordCount())})
 			}
 			select {
 			case <-stopSampling:
@@ -227,7 +211,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	cpuNow := func() time.Duration { st, _ := e2e.ReadProc(col.PID()); return st.CPU }
 	waitDelivered := func(n int64, timeout time.Duration) bool {
 		deadline := time.Now().Add(timeout)
-		for s.received.Load() < n {
+		for int64(s.LogRecordCount()) < n {
 			if time.Now().After(deadline) {
 				return false
 			}
@@ -239,7 +223,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	// Steady: 10,000 records/s, 100 a request (upstream's load-test method).
 	time.Sleep(2 * time.Second) // let startup settle
 	phase0, cpu0 := time.Now(), cpuNow()
-	snd := newSender(gw, rcv, 4, *steadyRate)
+	snd := r.Sender(4, *steadyRate)
 	snd.Send(t.ctx(), steadyChunks)
 	steadyProfiled := make(chan struct{})
 	if profile {
@@ -254,7 +238,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	snd.Wait(10 * time.Minute)
 	<-steadyProfiled
 	if !waitDelivered(int64(steadyN), 2*time.Minute) {
-		t.Errorf("steady: only %d of %d records delivered", s.received.Load(), steadyN)
+		t.Errorf("steady: only %d of %d records delivered", int64(s.LogRecordCount()), steadyN)
 	}
 	phase1, cpu1 := time.Now(), cpuNow()
 	wall := phase1.Sub(phase0).Seconds()
@@ -276,7 +260,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	var lats []time.Duration
 	for _, cr := range snd.Results() {
 		for i := 0; i < cr.Chunk.N; i++ {
-			if a := s.firstArrival(cr.Chunk.First + int64(i)); a > 0 {
+			if a := s.FirstArrival(cr.Chunk.First + int64(i)); a > 0 {
 				lats = append(lats, time.Duration(a-cr.Start.UnixNano()))
 			}
 		}
@@ -285,7 +269,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	if len(lats) > 0 {
 		res.LatP50, res.LatP99 = lats[len(lats)/2], lats[len(lats)*99/100]
 	}
-	res.SteadyMissing, _ = s.loss(snd.Acked())
+	res.SteadyMissing = s.Loss(snd.Acked()).Missing
 
 	// Saturation: 1,000-record requests as fast as the collector takes them,
 	// measured until the backend has everything.
@@ -296,11 +280,11 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	} else {
 		close(profiled)
 	}
-	snd2 := newSender(gw, rcv, 8, 0)
+	snd2 := r.Sender(8, 0)
 	snd2.Send(t.ctx(), satChunks)
 	snd2.Wait(10 * time.Minute)
 	if !waitDelivered(int64(steadyN+satN), 5*time.Minute) {
-		t.Errorf("saturation: only %d of %d records delivered", s.received.Load()-int64(steadyN), satN)
+		t.Errorf("saturation: only %d of %d records delivered", int64(s.LogRecordCount())-int64(steadyN), satN)
 	}
 	phase3, cpu3 := time.Now(), cpuNow()
 	res.SatRate = float64(satN) / phase3.Sub(phase2).Seconds()
@@ -311,7 +295,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 			res.SatRSSPeak = max(res.SatRSSPeak, float64(x.st.RSS)/(1<<20))
 		}
 	}
-	res.SatMissing, _ = s.loss(snd2.Acked())
+	res.SatMissing = s.Loss(snd2.Acked()).Missing
 	<-profiled // the collector must outlive the profile
 	time.Sleep(time.Second)
 	close(stopSampling)

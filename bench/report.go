@@ -21,7 +21,7 @@ type report struct {
 	Started, Finished time.Time
 	PayloadBytes      float64
 	Runs              []*runResult
-	Scenarios         []*scenario
+	Scenarios         []*scenarioRun
 	Errors            []string
 }
 
@@ -172,7 +172,7 @@ func (r *report) write(dir string) error {
 		w("A sender that retries as fluent-bit does (429/502/503/504 and connection errors retried, other statuses dropped); every record carries a sequence number and the backend counts each.\n\n")
 		w("| scenario | config | acknowledged | missing | duplicated | receiver answers (per attempt) |\n|---|---|---|---|---|---|\n")
 		for _, s := range r.Scenarios {
-			w("| %s | %s | %d | %d | %d | %s |\n", s.Name, s.Variant, s.Acked, s.Missing, s.Duplicated, statuses(s.Refusals))
+			w("| %s | %s | %d | %d | %d | %s |\n", s.Name, s.Variant, s.Acked, s.Missing, s.Duplicated, statuses(s.Statuses))
 		}
 		w("\n")
 		for _, s := range r.Scenarios {

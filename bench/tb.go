@@ -5,31 +5,34 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"testing"
+	"strings"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
-// runTB lets the bench reuse the e2e harness (written for tests) outside `go
-// test`: failures panic and are recovered per measurement, cleanups run when the
-// measurement ends.
+// runTB lets the bench run the e2e harness and the scenarios (written for
+// tests) outside `go test`: it implements e2e.T, failures panic and are
+// recovered per measurement, cleanups run when the measurement ends.
 type runTB struct {
-	testing.TB // nil: only the methods below are called by the harness
-	name       string
-	cleanups   []func()
-	failed     bool
+	name     string
+	cleanups []func()
+	failed   bool
+	errors   []string
 }
+
+var _ e2e.T = (*runTB)(nil)
 
 type fatal struct{ msg string }
 
 func newTB(name string) *runTB { return &runTB{name: name} }
 
 func (t *runTB) Helper()                         {}
-func (t *runTB) Name() string                    { return t.name }
 func (t *runTB) Failed() bool                    { return t.failed }
 func (t *runTB) Cleanup(f func())                { t.cleanups = append(t.cleanups, f) }
-func (t *runTB) Log(args ...any)                 { log.Print(append([]any{t.name + ": "}, args...)...) }
 func (t *runTB) Logf(format string, args ...any) { log.Printf(t.name+": "+format, args...) }
 func (t *runTB) Errorf(format string, args ...any) {
 	t.failed = true
+	t.errors = append(t.errors, fmt.Sprintf(format, args...))
 	t.Logf("ERROR: "+format, args...)
 }
 func (t *runTB) Fatal(args ...any) { t.failed = true; panic(fatal{fmt.Sprint(args...)}) }
@@ -73,7 +76,7 @@ func measure(name string, f func(t *runTB)) (err error) {
 	}()
 	f(t)
 	if t.failed {
-		return fmt.Errorf("%s: failed (see log)", name)
+		return fmt.Errorf("%s: %s", name, strings.Join(t.errors, "; "))
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -110,7 +110,7 @@ func BenchmarkHTTPRequest(b *testing.B) {
 	srv.TLS = env.serverTLS(b)
 	srv.StartTLS()
 	b.Cleanup(srv.Close)
-	body, ct, _, err := e2e.EncodeLogs(e2e.FluentBitLogs(100, 0), e2e.Encoding{})
+	body, ct, _, err := otlpfixture.EncodeLogs(otlpfixture.FluentBitLogs(100, 0), otlpfixture.Encoding{})
 	require.NoError(b, err)
 
 	run := func(b *testing.B, client *http.Client) {
@@ -149,7 +149,7 @@ func BenchmarkGRPCRequest(b *testing.B) {
 	plogotlp.RegisterGRPCServer(srv, &nopLogsServer{})
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(srv.Stop)
-	req := plogotlp.NewExportRequestFromLogs(e2e.FluentBitLogs(100, 0))
+	req := plogotlp.NewExportRequestFromLogs(otlpfixture.FluentBitLogs(100, 0))
 	ctx := context.Background()
 
 	run := func(b *testing.B, cc *grpc.ClientConn) {

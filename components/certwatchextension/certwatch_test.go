@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -196,7 +196,7 @@ func TestRotation(t *testing.T) {
 			write(f.files(f.serverCA.CertPEM, f.client))
 			e := startExt(t, f.cfg)
 
-			sink := e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
+			sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
 			client, _ := e.httpClient(t)
 			require.NoError(t, postLogs(client, sink.HTTPAddr))
 			assert.Equal(t, f.client.Serial(), lastPeerSerial(sink))
@@ -246,7 +246,7 @@ func TestInvalidMaterialKeepsLastGood(t *testing.T) {
 	f := newFixture(t)
 	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
 	e := startExt(t, f.cfg)
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
+	sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
 	client, tr := e.httpClient(t)
 
 	failures := int64(0)
@@ -287,12 +287,12 @@ func TestCARotation(t *testing.T) {
 	f := newFixture(t)
 	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
 	e := startExt(t, f.cfg)
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
+	sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
 	client, tr := e.httpClient(t)
 	cc := e.grpcConn(t, sink.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	ctx := context.Background()
 	require.NoError(t, postLogs(client, sink.HTTPAddr))
-	require.NoError(t, e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(1, 0)))
+	require.NoError(t, otlpfixture.SendLogsGRPC(ctx, cc, otlpfixture.FluentBitLogs(1, 0)))
 
 	newCA := testcerts.NewCA(t, "server-ca-2")
 	sink.SetTLS(testcerts.ServerTLS(t, newCA.Server(t, testcerts.Options{}), f.clientCA))
@@ -302,7 +302,7 @@ func TestCARotation(t *testing.T) {
 	assert.Contains(t, err.Error(), "certificate signed by unknown authority")
 	// A new gRPC connection fails the same way.
 	cc2 := e.grpcConn(t, sink.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.Error(t, e2e.SendLogsGRPC(ctx, cc2, e2e.FluentBitLogs(1, 0)))
+	require.Error(t, otlpfixture.SendLogsGRPC(ctx, cc2, otlpfixture.FluentBitLogs(1, 0)))
 
 	testcerts.AtomicWrite(t, f.dir, f.files(testcerts.Bundle(f.serverCA, newCA), f.client))
 	e.waitReloads(t, resultSuccess, 1)
@@ -310,7 +310,7 @@ func TestCARotation(t *testing.T) {
 	// The reload reset cc2's connect backoff, so it reconnects with the new
 	// bundle without waiting out its backoff.
 	require.Eventually(t, func() bool {
-		return e2e.SendLogsGRPC(ctx, cc2, e2e.FluentBitLogs(1, 0)) == nil
+		return otlpfixture.SendLogsGRPC(ctx, cc2, otlpfixture.FluentBitLogs(1, 0)) == nil
 	}, waitTimeout, 50*time.Millisecond)
 }
 
@@ -322,14 +322,14 @@ func TestGRPCCredentialsWin(t *testing.T) {
 	f := newFixture(t)
 	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
 	e := startExt(t, f.cfg)
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
+	sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, f.serverCA.Server(t, testcerts.Options{}), f.clientCA)})
 	ctx := context.Background()
 	for name, first := range map[string]grpc.DialOption{
 		"insecure":    grpc.WithTransportCredentials(insecure.NewCredentials()),
 		"default tls": grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})),
 	} {
 		cc := e.grpcConn(t, sink.GRPCAddr, first)
-		require.NoError(t, e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(1, 0)), name)
+		require.NoError(t, otlpfixture.SendLogsGRPC(ctx, cc, otlpfixture.FluentBitLogs(1, 0)), name)
 		assert.Equal(t, f.client.Serial(), lastPeerSerial(sink), name)
 	}
 
@@ -337,7 +337,7 @@ func TestGRPCCredentialsWin(t *testing.T) {
 	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, kp))
 	e.waitClientSerial(t, kp.Serial())
 	cc := e.grpcConn(t, sink.GRPCAddr)
-	require.NoError(t, e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(1, 0)))
+	require.NoError(t, otlpfixture.SendLogsGRPC(ctx, cc, otlpfixture.FluentBitLogs(1, 0)))
 	assert.Equal(t, kp.Serial(), lastPeerSerial(sink))
 }
 
@@ -346,12 +346,12 @@ func TestServerNameOverride(t *testing.T) {
 	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, f.client))
 	f.cfg.ServerNameOverride = "otlp.example.com"
 	e := startExt(t, f.cfg)
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t,
+	sink := otlpfixture.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t,
 		f.serverCA.Server(t, testcerts.Options{DNSNames: []string{"otlp.example.com"}}), f.clientCA)})
 	client, _ := e.httpClient(t)
 	require.NoError(t, postLogs(client, sink.HTTPAddr))
 	cc := e.grpcConn(t, sink.GRPCAddr)
-	require.NoError(t, e2e.SendLogsGRPC(context.Background(), cc, e2e.FluentBitLogs(1, 0)))
+	require.NoError(t, otlpfixture.SendLogsGRPC(context.Background(), cc, otlpfixture.FluentBitLogs(1, 0)))
 
 	// Without the override the same server fails hostname verification.
 	f.cfg.ServerNameOverride = ""

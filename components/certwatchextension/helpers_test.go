@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -153,7 +153,7 @@ func (s *started) grpcConn(t testing.TB, addr string, first ...grpc.DialOption) 
 
 // postLogs sends one small OTLP/HTTP logs request.
 func postLogs(c *http.Client, addr string) error {
-	body, ct, _, err := e2e.EncodeLogs(e2e.FluentBitLogs(1, 0), e2e.Encoding{})
+	body, ct, _, err := otlpfixture.EncodeLogs(otlpfixture.FluentBitLogs(1, 0), otlpfixture.Encoding{})
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ type statusError struct{ status string }
 func (e *statusError) Error() string { return "HTTP " + e.status }
 
 // lastPeerSerial is the client certificate serial of the last request the sink got.
-func lastPeerSerial(s *e2e.Sink) string {
+func lastPeerSerial(s *otlpfixture.Sink) string {
 	reqs := s.Requests()
 	if len(reqs) == 0 {
 		return ""

@@ -12,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/memcgroup"
 )
 
 func write(t *testing.T, path, content string) {
@@ -103,33 +105,9 @@ func TestHelperInCgroup(t *testing.T) {
 // 512 MiB: the Go limit must be memory_limiter's hard limit to the byte (80% of
 // 536870912 = 429496729).
 func TestRealMemoryCgroup(t *testing.T) {
-	raw, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Skip(err)
-	}
-	var cg, limitFile string
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) == 3 && hasOption(parts[1], "memory") {
-			cg, limitFile = filepath.Join("/sys/fs/cgroup/memory", parts[2]), "memory.limit_in_bytes"
-		} else if len(parts) == 3 && parts[0] == "0" && cg == "" {
-			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-				cg, limitFile = filepath.Join("/sys/fs/cgroup", parts[2]), "memory.max"
-			}
-		}
-	}
-	if cg == "" {
-		t.Skip("no memory cgroup controller")
-	}
-	cg = filepath.Join(cg, fmt.Sprintf("gomemlimit-test-%d", os.Getpid()))
-	if err := os.Mkdir(cg, 0o755); err != nil {
-		t.Skipf("cannot create a cgroup here: %v", err)
-	}
-	defer os.Remove(cg)
-	if err := os.WriteFile(filepath.Join(cg, limitFile), []byte("536870912"), 0o644); err != nil {
-		t.Skipf("cannot set the limit: %v", err)
-	}
-	cmd := exec.Command("sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg, os.Args[0], "-test.run=^TestHelperInCgroup$", "-test.v")
+	cg := memcgroup.New(t, 536870912)
+	argv := cg.Command(os.Args[0], "-test.run=^TestHelperInCgroup$", "-test.v")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT_HELPER=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
-	"testing"
 )
 
 // Ports and loopback addresses handed to tests. Each is drawn at random, checked
@@ -30,7 +29,7 @@ const (
 
 // FreePort returns a loopback TCP port that was free a moment ago and that no other
 // call in this process has returned.
-func FreePort(t testing.TB) int {
+func FreePort(t T) int {
 	t.Helper()
 	issued.Lock()
 	defer issued.Unlock()
@@ -47,7 +46,7 @@ func FreePort(t testing.TB) int {
 }
 
 // FreeAddr returns "127.0.0.1:<free port>".
-func FreeAddr(t testing.TB) string {
+func FreeAddr(t T) string {
 	t.Helper()
 	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 }
@@ -57,7 +56,7 @@ func FreeAddr(t testing.TB) string {
 // has returned. A test uses it as a pod or node IP, so a config with fixed ports
 // (4317, 10250, ...) runs unchanged beside other tests, and the API server accepts
 // it as a pod IP (every octet a valid one).
-func FreeLoopbackIP(t testing.TB, ports ...int) string {
+func FreeLoopbackIP(t T, ports ...int) string {
 	t.Helper()
 	issued.Lock()
 	defer issued.Unlock()

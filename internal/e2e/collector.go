@@ -55,8 +55,19 @@ func EnsureBinary() (string, error) {
 	return p, os.Setenv(BinaryEnv, p)
 }
 
+// Main is a TestMain for packages that run the binary: it settles the binary
+// once (EnsureBinary), so every test in the package runs the same one, then
+// runs the tests.
+func Main(m *testing.M) {
+	if _, err := EnsureBinary(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
 // Binary returns the binary EnsureBinary settled on.
-func Binary(t testing.TB) string {
+func Binary(t T) string {
 	t.Helper()
 	p := os.Getenv(BinaryEnv)
 	if p == "" {
@@ -100,7 +111,7 @@ type Options struct {
 
 // Collector is a running otelcol-relay process.
 type Collector struct {
-	t          testing.TB
+	t          T
 	cmd        *exec.Cmd
 	out        *syncBuffer
 	ConfigPath string
@@ -109,7 +120,7 @@ type Collector struct {
 }
 
 // WriteConfig writes a config file into a fresh temp dir and returns its path.
-func WriteConfig(t testing.TB, yaml string) string {
+func WriteConfig(t T, yaml string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
@@ -121,7 +132,7 @@ func WriteConfig(t testing.TB, yaml string) string {
 // Start runs the binary with config and waits until it reports ready. The process
 // is stopped with SIGTERM when the test ends; its output is logged if the test
 // failed.
-func Start(t testing.TB, config string, opts Options) *Collector {
+func Start(t T, config string, opts Options) *Collector {
 	t.Helper()
 	args, configPath := opts.Args, ""
 	if args == nil {
@@ -142,8 +153,18 @@ func Start(t testing.TB, config string, opts Options) *Collector {
 	return c
 }
 
+// StartCommand runs name with args instead of the binary itself, for when the
+// collector must be started through a wrapper (for example a shell that first
+// enters a memory cgroup and then execs the binary). It returns without waiting for
+// readiness; the process is stopped when the test ends and its output is logged if
+// the test failed.
+func StartCommand(t T, name string, args []string, env []string) *Collector {
+	t.Helper()
+	return launch(t, name, args, env, "")
+}
+
 // launch starts name with args, collects its output, and stops it when the test ends.
-func launch(t testing.TB, name string, args, env []string, dir string) *Collector {
+func launch(t T, name string, args, env []string, dir string) *Collector {
 	t.Helper()
 	c := &Collector{t: t, out: &syncBuffer{}, done: make(chan struct{})}
 	c.cmd = exec.Command(name, args...)
@@ -176,6 +197,14 @@ func (c *Collector) PID() int { return c.cmd.Process.Pid }
 
 // Output is everything the process wrote to stdout and stderr so far.
 func (c *Collector) Output() string { return c.out.String() }
+
+// Tail is the last n bytes of s (a collector's output), for failure messages.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
 
 // Running reports whether the process has not exited yet.
 func (c *Collector) Running() bool {
@@ -249,7 +278,7 @@ func (c *Collector) Kill() {
 
 // Run runs the binary to completion with args and returns its combined output and
 // exit code. For subcommands such as `validate` and `components`.
-func Run(t testing.TB, timeout time.Duration, env []string, args ...string) (string, int) {
+func Run(t T, timeout time.Duration, env []string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -269,7 +298,7 @@ func Run(t testing.TB, timeout time.Duration, env []string, args ...string) (str
 }
 
 // WaitHTTP polls url until it answers want, or fails the test after timeout.
-func WaitHTTP(t testing.TB, url string, want int, timeout time.Duration) {
+func WaitHTTP(t T, url string, want int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	last := "no answer"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
@@ -17,19 +16,22 @@ import (
 type BackendTLS struct {
 	Server                    *tls.Config
 	CAFile, CertFile, KeyFile string
+	ClientCN                  string // the common name of the gateway's client certificate
 }
 
 // NewBackendTLS issues a server CA and a client CA for a backend called name.
-func NewBackendTLS(t testing.TB, name string) *BackendTLS {
+func NewBackendTLS(t T, name string) *BackendTLS {
 	t.Helper()
 	serverCA := testcerts.NewCA(t, name+" server CA")
 	clientCA := testcerts.NewCA(t, name+" client CA")
 	server := serverCA.Server(t, testcerts.Options{})
-	client := clientCA.Client(t, testcerts.Options{CommonName: "otelcol-relay to " + name})
+	cn := "otelcol-relay to " + name
+	client := clientCA.Client(t, testcerts.Options{CommonName: cn})
 	dir := t.TempDir()
 	b := &BackendTLS{
-		Server: testcerts.ServerTLS(t, server, clientCA),
-		CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
+		ClientCN: cn,
+		Server:   testcerts.ServerTLS(t, server, clientCA),
+		CAFile:   filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
 	}
 	testcerts.WriteFile(t, b.CAFile, serverCA.CertPEM)
 	testcerts.WriteFile(t, b.CertFile, client.CertPEM)
@@ -48,7 +50,7 @@ type ReceiverTLS struct {
 
 // NewReceiverTLS issues the receiver's server certificate and a fluent-bit client
 // certificate.
-func NewReceiverTLS(t testing.TB) *ReceiverTLS {
+func NewReceiverTLS(t T) *ReceiverTLS {
 	t.Helper()
 	serverCA := testcerts.NewCA(t, "receiver server CA")
 	clientCA := testcerts.NewCA(t, "fluent-bit client CA")
@@ -102,7 +104,7 @@ type Gateway struct {
 // Prometheus server are not the subject of the tests that use it: k8s_attributes
 // gets a kubeconfig for a closed port (it retries in the background and passes
 // data through) and federation, unless Env overrides it, scrapes a closed port.
-func NewGateway(t testing.TB, o GatewayOptions) *Gateway {
+func NewGateway(t T, o GatewayOptions) *Gateway {
 	t.Helper()
 	dir := t.TempDir()
 	closed := FreeAddr(t)

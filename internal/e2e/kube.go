@@ -58,7 +58,7 @@ type Kube struct {
 
 // PeerBinary returns bin/<name> in the repository, failing the test with the
 // command that builds it when it is missing.
-func PeerBinary(t testing.TB, name string) string {
+func PeerBinary(t T, name string) string {
 	t.Helper()
 	p := filepath.Join(RepoRoot(), "bin", name)
 	if _, err := os.Stat(p); err != nil {
@@ -69,7 +69,7 @@ func PeerBinary(t testing.TB, name string) string {
 
 // StartKube starts etcd and kube-apiserver and returns once the API server is
 // ready. Both stop when the test ends.
-func StartKube(t testing.TB) *Kube {
+func StartKube(t T) *Kube {
 	t.Helper()
 	etcdBin := PeerBinary(t, "etcd")
 	apiBin := PeerBinary(t, "kube-apiserver")
@@ -213,7 +213,7 @@ current-context: e2e
 }
 
 // Kubectl runs kubectl against this API server and returns its combined output.
-func (k *Kube) Kubectl(t testing.TB, args ...string) (string, error) {
+func (k *Kube) Kubectl(t T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -225,7 +225,7 @@ func (k *Kube) Kubectl(t testing.TB, args ...string) (string, error) {
 }
 
 // MustKubectl is Kubectl that fails the test on a non-zero exit.
-func (k *Kube) MustKubectl(t testing.TB, args ...string) string {
+func (k *Kube) MustKubectl(t T, args ...string) string {
 	t.Helper()
 	out, err := k.Kubectl(t, args...)
 	if err != nil {
@@ -236,7 +236,7 @@ func (k *Kube) MustKubectl(t testing.TB, args ...string) string {
 
 // ServiceAccountToken issues a token for a ServiceAccount through the TokenRequest
 // API, the way the kubelet does for a pod's projected token.
-func (k *Kube) ServiceAccountToken(t testing.TB, namespace, name string) string {
+func (k *Kube) ServiceAccountToken(t T, namespace, name string) string {
 	t.Helper()
 	exp := int64(3600)
 	tr, err := k.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
@@ -309,7 +309,7 @@ func shellQuote(s string) string {
 
 // startProcess runs bin until the test ends and returns a func that reports
 // whether it has exited.
-func startProcess(t testing.TB, name, bin string, args ...string) func() bool {
+func startProcess(t T, name, bin string, args ...string) func() bool {
 	t.Helper()
 	out := &syncBuffer{}
 	cmd := exec.Command(bin, args...)
@@ -345,7 +345,7 @@ func startProcess(t testing.TB, name, bin string, args ...string) func() bool {
 	}
 }
 
-func randomToken(t testing.TB) string {
+func randomToken(t T) string {
 	t.Helper()
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {

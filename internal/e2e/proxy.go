@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"testing"
 )
 
 // RoundRobinProxy is a TCP proxy that sends each new connection to the next
@@ -24,7 +23,7 @@ type RoundRobinProxy struct {
 
 // NewRoundRobinProxy listens on a free loopback port; it is closed when the
 // test ends.
-func NewRoundRobinProxy(t testing.TB, backends ...string) *RoundRobinProxy {
+func NewRoundRobinProxy(t T, backends ...string) *RoundRobinProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

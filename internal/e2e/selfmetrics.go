@@ -1,69 +1,42 @@
 package e2e
 
-import (
-	"fmt"
-	"net/http"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-)
+import "github.com/otelcol-relay/otelcol-relay/internal/promtext"
 
 // SelfMetrics is one scrape of a collector's own Prometheus endpoint (:8888).
-type SelfMetrics map[string]*dto.MetricFamily
+type SelfMetrics = promtext.Families
 
 // ScrapeSelfMetrics reads http://addr/metrics.
 func ScrapeSelfMetrics(addr string) (SelfMetrics, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	return promtext.Get("http://" + addr + "/metrics")
+}
+
+// LogQueueBytes reads otelcol_exporter_queue_size for logs (bytes, with the
+// gateway's sizer), plus otelcol_durable_queue_bytes when the relay runs
+// durable_queue, from the collector's own metrics at metricsAddr, summed over
+// exporters; -1 when it cannot be read.
+func LogQueueBytes(metricsAddr string) float64 {
+	m, err := ScrapeSelfMetrics(metricsAddr)
 	if err != nil {
-		return nil, err
+		return -1
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/metrics: %s", addr, resp.Status)
+	v, ok := m.Sum("otelcol_exporter_queue_size", map[string]string{"data_type": "logs"})
+	d, dok := m.Sum("otelcol_durable_queue_bytes", map[string]string{"data_type": "logs"})
+	if !ok && !dok {
+		return -1
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
+	return v + d
 }
 
-// Sum adds up the counter or gauge samples of family name whose labels include
-// every pair in match; found is false when no sample matched.
-func (m SelfMetrics) Sum(name string, match map[string]string) (total float64, found bool) {
-	f := m[name]
-	if f == nil {
-		return 0, false
+// MetricSum sums the samples of the collector's own metric name (its counter or
+// gauge family) at metricsAddr; -1 when there is none.
+func MetricSum(metricsAddr, name string) float64 {
+	m, err := ScrapeSelfMetrics(metricsAddr)
+	if err != nil {
+		return -1
 	}
-	for _, s := range f.GetMetric() {
-		if !hasLabels(s, match) {
-			continue
-		}
-		switch {
-		case s.Counter != nil:
-			total += s.Counter.GetValue()
-		case s.Gauge != nil:
-			total += s.Gauge.GetValue()
-		case s.Untyped != nil:
-			total += s.Untyped.GetValue()
-		default:
-			continue
-		}
-		found = true
+	v, ok := m.Sum(name, nil)
+	if !ok {
+		return -1
 	}
-	return total, found
-}
-
-func hasLabels(s *dto.Metric, match map[string]string) bool {
-	for k, v := range match {
-		ok := false
-		for _, l := range s.GetLabel() {
-			if l.GetName() == k && l.GetValue() == v {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return v
 }

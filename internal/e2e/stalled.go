@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"testing"
 	"time"
 )
 
@@ -17,7 +16,7 @@ type StalledUpload struct {
 }
 
 // StartStalledUpload dials addr with TLS and starts the upload.
-func StartStalledUpload(t testing.TB, addr string, cfg *tls.Config, size int) *StalledUpload {
+func StartStalledUpload(t T, addr string, cfg *tls.Config, size int) *StalledUpload {
 	t.Helper()
 	c, err := tls.Dial("tcp", addr, cfg)
 	if err != nil {

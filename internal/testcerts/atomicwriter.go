@@ -5,8 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"testing"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // The names the kubelet's atomic writer uses inside a Secret or ConfigMap volume.
@@ -29,7 +30,7 @@ const (
 // So a reader never sees a half-written file, the user-visible names never change,
 // and a watch on a file (rather than on its directory) goes stale after the first
 // update, because the inode it watched is deleted in step 5.
-func AtomicWrite(t testing.TB, dir string, files map[string][]byte) {
+func AtomicWrite(t tb.T, dir string, files map[string][]byte) {
 	t.Helper()
 	if err := atomicWrite(dir, files); err != nil {
 		t.Fatalf("testcerts: atomic write into %s: %v", dir, err)

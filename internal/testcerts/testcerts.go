@@ -18,8 +18,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // CA is a certificate authority that can issue certificates.
@@ -48,13 +49,13 @@ type Options struct {
 }
 
 // NewCA creates a self-signed CA valid from an hour ago for a day.
-func NewCA(t testing.TB, commonName string) *CA {
+func NewCA(t tb.T, commonName string) *CA {
 	t.Helper()
 	return NewCAWithValidity(t, commonName, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
 }
 
 // NewCAWithValidity creates a self-signed CA with an explicit validity window.
-func NewCAWithValidity(t testing.TB, commonName string, notBefore, notAfter time.Time) *CA {
+func NewCAWithValidity(t tb.T, commonName string, notBefore, notAfter time.Time) *CA {
 	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
@@ -86,7 +87,7 @@ func (ca *CA) Pool() *x509.CertPool {
 
 // Server issues a certificate for TLS servers. Without names it is valid for
 // localhost and 127.0.0.1, where every test server listens.
-func (ca *CA) Server(t testing.TB, o Options) *KeyPair {
+func (ca *CA) Server(t tb.T, o Options) *KeyPair {
 	t.Helper()
 	if len(o.DNSNames) == 0 && len(o.IPs) == 0 {
 		o.DNSNames = []string{"localhost"}
@@ -101,7 +102,7 @@ func (ca *CA) Server(t testing.TB, o Options) *KeyPair {
 // Peer issues one certificate good for both ends of mutual TLS (server and client
 // auth), for a test that hands one identity to a part that both serves and dials.
 // Names default as in Server.
-func (ca *CA) Peer(t testing.TB, o Options) *KeyPair {
+func (ca *CA) Peer(t tb.T, o Options) *KeyPair {
 	t.Helper()
 	if len(o.DNSNames) == 0 && len(o.IPs) == 0 {
 		o.DNSNames = []string{"localhost"}
@@ -111,7 +112,7 @@ func (ca *CA) Peer(t testing.TB, o Options) *KeyPair {
 }
 
 // Client issues a certificate for TLS clients (mutual TLS).
-func (ca *CA) Client(t testing.TB, o Options) *KeyPair {
+func (ca *CA) Client(t tb.T, o Options) *KeyPair {
 	t.Helper()
 	if o.CommonName == "" {
 		o.CommonName = "client"
@@ -119,7 +120,7 @@ func (ca *CA) Client(t testing.TB, o Options) *KeyPair {
 	return ca.issue(t, o, x509.ExtKeyUsageClientAuth)
 }
 
-func (ca *CA) issue(t testing.TB, o Options, usages ...x509.ExtKeyUsage) *KeyPair {
+func (ca *CA) issue(t tb.T, o Options, usages ...x509.ExtKeyUsage) *KeyPair {
 	t.Helper()
 	if o.NotBefore.IsZero() {
 		o.NotBefore = time.Now().Add(-time.Hour)
@@ -159,7 +160,7 @@ func (ca *CA) issue(t testing.TB, o Options, usages ...x509.ExtKeyUsage) *KeyPai
 }
 
 // TLSCertificate returns the pair as a tls.Certificate.
-func (kp *KeyPair) TLSCertificate(t testing.TB) tls.Certificate {
+func (kp *KeyPair) TLSCertificate(t tb.T) tls.Certificate {
 	t.Helper()
 	c, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
 	if err != nil {
@@ -183,7 +184,7 @@ func Bundle(cas ...*CA) []byte {
 
 // ServerTLS returns a server config presenting kp; with clientCAs it requires and
 // verifies client certificates issued by one of them.
-func ServerTLS(t testing.TB, kp *KeyPair, clientCAs ...*CA) *tls.Config {
+func ServerTLS(t tb.T, kp *KeyPair, clientCAs ...*CA) *tls.Config {
 	t.Helper()
 	cfg := &tls.Config{
 		MinVersion:   tls.VersionTLS12,
@@ -201,7 +202,7 @@ func ServerTLS(t testing.TB, kp *KeyPair, clientCAs ...*CA) *tls.Config {
 }
 
 // WriteFile writes data to path with mode 0600, failing the test on error.
-func WriteFile(t testing.TB, path string, data []byte) {
+func WriteFile(t tb.T, path string, data []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func WriteFile(t testing.TB, path string, data []byte) {
 	}
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
+func newKey(t tb.T) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -220,7 +221,7 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 	return key
 }
 
-func newSerial(t testing.TB) *big.Int {
+func newSerial(t tb.T) *big.Int {
 	t.Helper()
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {

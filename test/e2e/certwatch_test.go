@@ -1,10 +1,8 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -151,13 +150,13 @@ func testCertwatch(t *testing.T, exporter string) {
 	}
 
 	// The expiry of the certificate in use is exported for alerting.
-	lines := certwatchMetrics(t, metricsURL)
-	t.Logf("certwatch metrics:\n%s", strings.Join(lines, "\n"))
-	notAfter, ok := metricValue(t, lines, "otelcol_certwatch_certificate_not_after", `role="client"`, `serial="`+client2.Serial()+`"`)
+	m := certwatchMetrics(t, metricsURL)
+	t.Logf("certwatch metrics:\n%s", m.Dump("otelcol_certwatch_"))
+	notAfter, ok := m.Sum("otelcol_certwatch_certificate_not_after", map[string]string{"role": "client", "serial": client2.Serial()})
 	if !ok || int64(notAfter) != client2.Cert.NotAfter.Unix() {
 		t.Errorf("certificate_not_after for relay-2 is %v (found %v), want %d", notAfter, ok, client2.Cert.NotAfter.Unix())
 	}
-	if v, _ := metricValue(t, lines, "otelcol_certwatch_reloads", `extension="certwatch/backend"`, `result="success"`); v != 2 {
+	if v, _ := m.Sum("otelcol_certwatch_reloads", map[string]string{"extension": "certwatch/backend", "result": "success"}); v != 2 {
 		t.Errorf("reloads{result=success} = %v, want 2", v)
 	}
 
@@ -217,56 +216,20 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// certwatchMetrics scrapes the collector's own metrics endpoint and returns the
-// certwatch series lines.
-func certwatchMetrics(t *testing.T, url string) []string {
+// certwatchMetrics scrapes the collector's own metrics endpoint.
+func certwatchMetrics(t *testing.T, url string) promtext.Families {
 	t.Helper()
-	resp, err := http.Get(url)
+	m, err := promtext.Get(url)
 	if err != nil {
 		t.Fatalf("scrape %s: %v", url, err)
 	}
-	defer resp.Body.Close()
-	var lines []string
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "otelcol_certwatch_") {
-			lines = append(lines, sc.Text())
-		}
-	}
-	return lines
-}
-
-// metricValue sums the series of name whose labels contain every one of labels.
-func metricValue(t *testing.T, lines []string, name string, labels ...string) (float64, bool) {
-	t.Helper()
-	var sum float64
-	found := false
-next:
-	for _, line := range lines {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		for _, l := range labels {
-			if !strings.Contains(line, l) {
-				continue next
-			}
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", line, err)
-		}
-		sum += v
-		found = true
-	}
-	return sum, found
+	return m
 }
 
 // certwatchFailures is the certwatch reload failure counter.
 func certwatchFailures(t *testing.T, url string) float64 {
 	t.Helper()
-	v, ok := metricValue(t, certwatchMetrics(t, url), "otelcol_certwatch_reloads", `extension="certwatch/backend"`, `result="failure"`)
+	v, ok := certwatchMetrics(t, url).Sum("otelcol_certwatch_reloads", map[string]string{"extension": "certwatch/backend", "result": "failure"})
 	if !ok {
 		t.Fatalf("%s has no otelcol_certwatch_reloads{result=\"failure\"} series", url)
 	}

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 )
 
 // relay is one collector started on free ports and exporting to a sink.
@@ -427,9 +428,13 @@ func TestHealthAndSelfMetrics(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		body = scrape(t, r.metricsURL)
+		m, err := promtext.Parse(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("self-metrics do not parse: %v\n%s", err, body)
+		}
 		ok := true
 		for name, v := range want {
-			if sumMetric(body, name) != v {
+			if got, _ := m.Sum(name, nil); got != v {
 				ok = false
 			}
 		}
@@ -438,7 +443,8 @@ func TestHealthAndSelfMetrics(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			for name, v := range want {
-				t.Errorf("%s = %v, want %v", name, sumMetric(body, name), v)
+				got, _ := m.Sum(name, nil)
+				t.Errorf("%s = %v, want %v", name, got, v)
 			}
 			t.Fatalf("self-metrics:\n%s", body)
 		}
@@ -458,18 +464,6 @@ func scrape(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// sumMetric adds up every sample of a family in Prometheus text format (any labels,
-// with or without the _total suffix).
-func sumMetric(body, name string) float64 {
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(?:_total)?(?:\{[^}]*\})? ([0-9.e+-]+)$`)
-	var total float64
-	for _, m := range re.FindAllStringSubmatch(body, -1) {
-		v, _ := strconv.ParseFloat(m[1], 64)
-		total += v
-	}
-	return total
 }
 
 func TestInvalidConfigsFailWithClearErrors(t *testing.T) {

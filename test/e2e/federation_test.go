@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	dto "github.com/prometheus/client_model/go"
@@ -9,7 +8,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 )
 
 // federationConfig federates everything from a real Prometheus server the way
@@ -294,14 +293,14 @@ func TestFederationTypesRestored(t *testing.T) {
 	t.Run("self-telemetry", func(t *testing.T) {
 		m := scrapeSelf(t, f.metricsURL)
 		for _, typ := range []string{"counter", "histogram", "summary"} {
-			if v := m.sum("otelcol_processor_federation_types_families_retyped", `type="`+typ+`"`); v < 1 {
+			if v, _ := m.Sum("otelcol_processor_federation_types_families_retyped", map[string]string{"type": typ}); v < 1 {
 				t.Errorf("families_retyped{type=%s} = %v, want at least 1", typ, v)
 			}
 		}
-		if v := m.sum("otelcol_processor_federation_types_metadata_age", ""); v < 0 || v > 60 {
+		if v, _ := m.Sum("otelcol_processor_federation_types_metadata_age", nil); v < 0 || v > 60 {
 			t.Errorf("metadata age %v s with refresh_interval 2s", v)
 		}
-		if !m.has("otelcol_processor_federation_types_ambiguous_families") {
+		if !m.Has("otelcol_processor_federation_types_ambiguous_families") {
 			t.Error("no ambiguous_families gauge")
 		}
 	})
@@ -355,7 +354,7 @@ func TestFederationMetadataDown(t *testing.T) {
 		t.Errorf("the log does not say why the metadata is unavailable:\n%s", f.relay.Output())
 	}
 	m := scrapeSelf(t, f.metricsURL)
-	if v := m.sum("otelcol_processor_federation_types_metadata_refresh_failures", ""); v < 1 {
+	if v, _ := m.Sum("otelcol_processor_federation_types_metadata_refresh_failures", nil); v < 1 {
 		t.Errorf("refresh failures %v, want at least 1", v)
 	}
 }
@@ -411,7 +410,11 @@ func TestFederationBadMetadataResponses(t *testing.T) {
 			}
 			// Several refreshes (every 2s) later, the relay has not grown.
 			time.Sleep(6 * time.Second)
-			if hwm := peakRSS(t, f.relay.PID()); hwm > 400<<20 {
+			st, err := e2e.ReadProc(f.relay.PID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hwm := st.HWM; hwm > 400<<20 {
 				t.Errorf("relay peak RSS %d MiB while refusing bad metadata", hwm>>20)
 			}
 			if _, ok := latest(f.sink, "demo_request_duration_seconds"); ok {
@@ -421,75 +424,22 @@ func TestFederationBadMetadataResponses(t *testing.T) {
 	}
 }
 
-// peakRSS reads VmHWM (the resident set's high-water mark) of pid.
-func peakRSS(t *testing.T, pid int) int64 {
+// scrapeSelf waits until the relay's own metrics include federation_types'
+// and returns them.
+func scrapeSelf(t *testing.T, url string) promtext.Families {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/pid/status")
-	return 0
-}
-
-// selfMetrics is the relay's own Prometheus exposition.
-type selfMetrics []string
-
-func scrapeSelf(t *testing.T, url string) selfMetrics {
-	t.Helper()
-	var last string
+	var last promtext.Families
+	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			last = string(body)
-			if strings.Contains(last, "otelcol_processor_federation_types_") {
-				var lines selfMetrics
-				sc := bufio.NewScanner(strings.NewReader(last))
-				for sc.Scan() {
-					if l := sc.Text(); !strings.HasPrefix(l, "#") {
-						lines = append(lines, l)
-					}
-				}
-				return lines
-			}
+		last, err = promtext.Get(url)
+		if err == nil && last.Dump("otelcol_processor_federation_types_") != "" {
+			return last
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("no federation_types self-metrics at %s:\n%s", url, last)
+	t.Fatalf("no federation_types self-metrics at %s (%v):\n%s", url, err, last.Dump("otelcol_"))
 	return nil
-}
-
-// sum adds the values of every sample whose name starts with name (the
-// exporter may append _total or a unit suffix) and whose labels contain filter.
-func (m selfMetrics) sum(name, filter string) float64 {
-	var total float64
-	for _, l := range m {
-		if !strings.HasPrefix(l, name) || !strings.Contains(l, filter) {
-			continue
-		}
-		f := strings.Fields(l)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			total += v
-		}
-	}
-	return total
-}
-
-func (m selfMetrics) has(name string) bool {
-	return slices.ContainsFunc(m, func(l string) bool { return strings.HasPrefix(l, name) })
 }
 
 // histogramMatchesTarget checks that m is one cumulative Histogram point whose

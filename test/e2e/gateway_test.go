@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 	"github.com/otelcol-relay/otelcol-relay/internal/testvolume"
 )
 
@@ -39,18 +38,12 @@ type tlsBackend struct {
 
 func newTLSBackend(t *testing.T, name string) *tlsBackend {
 	t.Helper()
-	serverCA := testcerts.NewCA(t, name+" server CA")
-	clientCA := testcerts.NewCA(t, name+" client CA")
-	server := serverCA.Server(t, testcerts.Options{})
-	b := &tlsBackend{clientCN: "otelcol-relay to " + name}
-	client := clientCA.Client(t, testcerts.Options{CommonName: b.clientCN})
-	dir := t.TempDir()
-	b.caFile, b.certFile, b.keyFile = filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	testcerts.WriteFile(t, b.caFile, serverCA.CertPEM)
-	testcerts.WriteFile(t, b.certFile, client.CertPEM)
-	testcerts.WriteFile(t, b.keyFile, client.KeyPEM)
-	b.sink = e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, server, clientCA)})
-	return b
+	b := e2e.NewBackendTLS(t, name)
+	return &tlsBackend{
+		sink:     e2e.NewSink(t, e2e.SinkOptions{TLS: b.Server}),
+		clientCN: b.ClientCN,
+		caFile:   b.CAFile, certFile: b.CertFile, keyFile: b.KeyFile,
+	}
 }
 
 // gatewayEnv is the environment the StatefulSet would give the gateway, pointed at
@@ -447,50 +440,6 @@ receivers:
 	}
 }
 
-// memoryCgroup creates a child memory cgroup limited to limit bytes under this
-// process's own, and returns its directory, or skips when the machine does not let
-// the test create one (not root, no writable memory controller).
-func memoryCgroup(t *testing.T, limit int64) string {
-	t.Helper()
-	raw, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Skipf("no /proc/self/cgroup: %v", err)
-	}
-	var dir, limitFile string
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[1] == "memory": // cgroup v1 memory controller (also in hybrid mode)
-			dir, limitFile = filepath.Join("/sys/fs/cgroup/memory", parts[2]), "memory.limit_in_bytes"
-		case parts[0] == "0" && dir == "":
-			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil { // pure v2
-				dir, limitFile = filepath.Join("/sys/fs/cgroup", parts[2]), "memory.max"
-			}
-		}
-	}
-	if dir == "" {
-		t.Skip("no memory cgroup controller found")
-	}
-	cg := filepath.Join(dir, fmt.Sprintf("otelcol-relay-e2e-%d-%d", os.Getpid(), limit))
-	if err := os.Mkdir(cg, 0o755); err != nil {
-		t.Skipf("cannot create a memory cgroup here: %v", err)
-	}
-	t.Cleanup(func() {
-		// The collector has exited by now (its own cleanup ran first).
-		deadline := time.Now().Add(30 * time.Second)
-		for os.Remove(cg) != nil && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	if err := os.WriteFile(filepath.Join(cg, limitFile), []byte(fmt.Sprint(limit)), 0o644); err != nil {
-		t.Skipf("cannot set %s: %v", limitFile, err)
-	}
-	return cg
-}
-
 // TestGatewayMemoryLimiterFollowsCgroupLimit runs the gateway inside a real memory
 // cgroup of the sizes a StatefulSet would set and reads what memory_limiter
 // computed from it: only the container limit changes, and the limits follow.
@@ -505,13 +454,11 @@ func TestGatewayMemoryLimiterFollowsCgroupLimit(t *testing.T) {
 		{2 << 30, 1638, 409, "1638MiB"},
 	} {
 		t.Run(fmt.Sprintf("%dMiB", tc.limit>>20), func(t *testing.T) {
-			cg := memoryCgroup(t, tc.limit)
+			cg := e2e.NewMemoryCgroup(t, tc.limit)
 			g := newGatewayEnv(t, def, nil)
-			// Enter the cgroup, then become the collector, so the limit applies from
-			// the first allocation on, as in a container.
-			args := []string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg, e2e.Binary(t)}
-			args = append(args, plaintextGateway()...)
-			col := e2e.StartCommand(t, "sh", args, append(g.env, "GOMEMLIMIT="+tc.gomemlimit))
+			// The collector enters the cgroup before it execs, so the limit applies
+			// from the first allocation on, as in a container.
+			col := cg.StartNoWait(t, plaintextGateway(), append(g.env, "GOMEMLIMIT="+tc.gomemlimit))
 			if err := col.WaitForOutput("Memory limiter configured", 90*time.Second); err != nil {
 				t.Fatalf("%v\n%s", err, col.Output())
 			}

@@ -29,53 +29,77 @@ func (rawCodec) Marshal(v any) ([]byte, error)      { return v.([]byte), nil }
 func (rawCodec) Unmarshal(data []byte, v any) error { *(v.(*[]byte)) = data; return nil }
 func (rawCodec) Name() string                       { return "proto" }
 
-// Scenario 6: bad input on 4317 and 4318. Each is answered with a clear 4xx or
-// gRPC status; a well-behaved fluent-bit sender running all along never sees
+// Bad input on 4317 and 4318: each kind is answered with a clear 4xx or gRPC
+// status; a well-behaved fluent-bit sender running all along never sees
 // anything but 200; RSS stays bounded; the collector never crashes.
 func TestBadInput(t *testing.T) {
-	r := newRig(t, "")
-	col := r.start(t)
-	sampler := e2e.SampleProc(col.PID(), 100*time.Millisecond)
-	defer sampler.Stop()
+	b := newBadInput(t)
+	t.Run("HTTP", b.http)
+	t.Run("gRPC", b.grpc)
+	t.Run("slow header client", b.slowHeaders)
+	t.Run("2000 idle connections", b.idleConnections)
+	t.Run("well-behaved sender unaffected", b.goodSenderUnaffected)
+	t.Run("peak RSS bounded", b.rssBounded)
+}
+
+// badInput is one gateway, a well-behaved sender feeding it all along, and the
+// bad payloads thrown at it.
+type badInput struct {
+	r                  *rig
+	col                *e2e.Collector
+	sampler            *e2e.ProcSampler
+	good               *e2e.Sender
+	stopGood           context.CancelFunc
+	client             *e2e.HTTPClient
+	garbage, oversized []byte
+}
+
+func newBadInput(t *testing.T) *badInput {
+	b := &badInput{r: newRig(t, "")}
+	b.col = b.r.start(t)
+	b.sampler = e2e.SampleProc(b.col.PID(), 100*time.Millisecond)
+	t.Cleanup(func() { b.sampler.Stop() })
 
 	// The well-behaved client, all along.
-	good := r.sender(2, 1000)
+	b.good = b.r.sender(2, 1000)
 	goodCtx, stopGood := context.WithCancel(context.Background())
-	defer stopGood()
-	good.Send(goodCtx, e2e.EncodeChunks(0, 1000, 100))
+	t.Cleanup(stopGood)
+	b.stopGood = stopGood
+	b.good.Send(goodCtx, e2e.EncodeChunks(0, 1000, 100))
 
-	client := e2e.NewHTTPClient(r.gw.HTTPURL, r.rcv.Client)
-	client.Client.Timeout = 2 * time.Minute
-	ctx := context.Background()
+	b.client = e2e.NewHTTPClient(b.r.gw.HTTPURL, b.r.rcv.Client)
+	b.client.Client.Timeout = 2 * time.Minute
+	// Not random: random bytes sometimes decode as a truncated field ("unexpected
+	// EOF") and sometimes as a bad tag. 0x0f is field 1 with wire type 7, which
+	// no protobuf message may contain, so the decoder's answer is always the same.
+	b.garbage = bytes.Repeat([]byte{0x0f}, 4096)
+	b.oversized = make([]byte, 9<<20) // the gateway refuses bodies over 8 MiB
+	_, _ = rand.Read(b.oversized)
+	return b
+}
+
+func (b *badInput) http(t *testing.T) {
 	valid, _, _, err := e2e.EncodeLogs(e2e.FluentBitLogs(10, 1_000_000), e2e.Encoding{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	validGz, _, _, _ := e2e.EncodeLogs(e2e.FluentBitLogs(50, 1_000_000), e2e.Encoding{Gzip: true})
-
-	// Not random: random bytes sometimes decode as a truncated field ("unexpected
-	// EOF") and sometimes as a bad tag. 0x0f is field 1 with wire type 7, which
-	// no protobuf message may contain, so the decoder's answer is always the same.
-	garbage := bytes.Repeat([]byte{0x0f}, 4096)
-	oversized := make([]byte, 9<<20) // the gateway refuses bodies over 8 MiB
-	_, _ = rand.Read(oversized)
-
 	for _, tc := range []struct {
 		name, contentType, encoding string
 		body                        []byte
 		want                        []int
 		wantMsg                     string
 	}{
-		{"malformed protobuf", "application/x-protobuf", "", garbage, []int{400}, "proto"},
+		{"malformed protobuf", "application/x-protobuf", "", b.garbage, []int{400}, "proto"},
 		{"invalid JSON", "application/json", "", []byte(`{"resourceLogs": [{"resource": `), []int{400}, ""},
 		{"wrong content type", "text/plain", "", valid, []int{415}, ""},
 		{"truncated gzip", "application/x-protobuf", "gzip", validGz[:len(validGz)/2], []int{400}, ""},
 		{"gzip bomb", "application/x-protobuf", "gzip", gzipBomb(t), []int{400, 413}, ""},
-		{"oversized body", "application/x-protobuf", "", oversized, []int{400, 413}, ""},
+		{"oversized body", "application/x-protobuf", "", b.oversized, []int{400, 413}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := sampler.PeakAnon()
-			code, body, err := client.Post(ctx, "/v1/logs", tc.body, tc.contentType, tc.encoding)
+			before := b.sampler.PeakAnon()
+			code, body, err := b.client.Post(context.Background(), "/v1/logs", tc.body, tc.contentType, tc.encoding)
 			if err != nil {
 				t.Fatalf("POST: %v", err)
 			}
@@ -90,110 +114,117 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("answer %q does not say what is wrong (want %q)", trim(body), tc.wantMsg)
 			}
 			time.Sleep(300 * time.Millisecond)
-			t.Logf("%d %q; peak anonymous RSS %.0f -> %.0f MiB", code, trim(body), e2e.MiB(before), e2e.MiB(sampler.PeakAnon()))
+			t.Logf("%d %q; peak anonymous RSS %.0f -> %.0f MiB", code, trim(body), e2e.MiB(before), e2e.MiB(b.sampler.PeakAnon()))
 		})
 	}
+}
 
-	t.Run("gRPC malformed protobuf", func(t *testing.T) {
-		cc, err := e2e.DialGRPC(r.gw.GRPCAddr, r.rcv.Client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
-		var out []byte
-		err = cc.Invoke(ctx, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", garbage, &out, grpc.ForceCodec(rawCodec{}))
-		if st := status.Convert(err); st.Code() == codes.OK || st.Code() == codes.Unavailable {
-			t.Errorf("malformed protobuf over gRPC: %v, want a non-retryable error status", err)
-		} else {
-			t.Logf("%s: %s", st.Code(), st.Message())
-		}
-	})
-	t.Run("gRPC oversized message", func(t *testing.T) {
-		cc, err := e2e.DialGRPC(r.gw.GRPCAddr, r.rcv.Client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
-		var out []byte
-		err = cc.Invoke(ctx, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", oversized, &out, grpc.ForceCodec(rawCodec{}))
-		if st := status.Convert(err); st.Code() != codes.ResourceExhausted {
-			t.Errorf("9 MiB message over gRPC: %v, want ResourceExhausted", err)
-		} else {
-			t.Logf("%s: %s", st.Code(), st.Message())
-		}
-	})
-
-	t.Run("slow header client", func(t *testing.T) {
-		conn, err := tls.Dial("tcp", strings.TrimPrefix(r.gw.HTTPURL, "https://"), r.rcv.Client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		before := good.AckedRecords()
-		// One byte a second for ten seconds; the others go on meanwhile.
-		for _, b := range []byte("POST /v1/l") {
-			if _, err := conn.Write([]byte{b}); err != nil {
-				t.Fatalf("slow client cut off after a few seconds: %v", err)
-			}
-			time.Sleep(time.Second)
-		}
-		if good.AckedRecords() <= before {
-			t.Errorf("the well-behaved sender made no progress while a client sent headers one byte a second")
-		}
-	})
-
-	t.Run("2000 idle connections", func(t *testing.T) {
-		var lim syscall.Rlimit
-		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < 2500 {
-			t.Skipf("open file limit %d is too low for 2,000 connections", lim.Cur)
-		}
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for i := 0; i < 2000; i++ {
-			addr := strings.TrimPrefix(r.gw.HTTPURL, "https://")
-			if i%2 == 1 {
-				addr = r.gw.GRPCAddr
-			}
-			c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+func (b *badInput) grpc(t *testing.T) {
+	for _, tc := range []struct {
+		name, what string
+		body       []byte
+		ok         func(codes.Code) bool
+		want       string
+	}{
+		{"malformed protobuf", "malformed protobuf", b.garbage,
+			func(c codes.Code) bool { return c != codes.OK && c != codes.Unavailable }, "a non-retryable error status"},
+		{"oversized message", "9 MiB message", b.oversized,
+			func(c codes.Code) bool { return c == codes.ResourceExhausted }, "ResourceExhausted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc, err := e2e.DialGRPC(b.r.gw.GRPCAddr, b.r.rcv.Client)
 			if err != nil {
-				t.Fatalf("connection %d: %v", i, err)
+				t.Fatal(err)
 			}
-			conns = append(conns, c)
-		}
-		// New clients, HTTP and gRPC, are still served while 2,000 sit idle.
-		if err := client.SendLogs(ctx, e2e.FluentBitLogs(100, 2_000_000), e2e.Encoding{Gzip: true}); err != nil {
-			t.Errorf("HTTP client with 2,000 idle connections open: %v", err)
-		}
-		cc, err := e2e.DialGRPC(r.gw.GRPCAddr, r.rcv.Client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
-		if err := e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(100, 2_000_100)); err != nil {
-			t.Errorf("gRPC client with 2,000 idle connections open: %v", err)
-		}
-		st, _ := e2e.ReadProc(col.PID())
-		t.Logf("with 2,000 idle connections: RSS %.0f MiB (anonymous %.0f MiB)", e2e.MiB(st.RSS), e2e.MiB(st.Anon))
-	})
+			defer cc.Close()
+			var out []byte
+			err = cc.Invoke(context.Background(), "/opentelemetry.proto.collector.logs.v1.LogsService/Export", tc.body, &out, grpc.ForceCodec(rawCodec{}))
+			if st := status.Convert(err); !tc.ok(st.Code()) {
+				t.Errorf("%s over gRPC: %v, want %s", tc.what, err, tc.want)
+			} else {
+				t.Logf("%s: %s", st.Code(), st.Message())
+			}
+		})
+	}
+}
 
-	settleCtx := stopGood
-	st := settle(t, settleCtx, good, 2*time.Minute)
+func (b *badInput) slowHeaders(t *testing.T) {
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(b.r.gw.HTTPURL, "https://"), b.r.rcv.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	before := b.good.AckedRecords()
+	// One byte a second for ten seconds; the others go on meanwhile.
+	for _, c := range []byte("POST /v1/l") {
+		if _, err := conn.Write([]byte{c}); err != nil {
+			t.Fatalf("slow client cut off after a few seconds: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+	if b.good.AckedRecords() <= before {
+		t.Errorf("the well-behaved sender made no progress while a client sent headers one byte a second")
+	}
+}
+
+func (b *badInput) idleConnections(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < 2500 {
+		t.Skipf("open file limit %d is too low for 2,000 connections", lim.Cur)
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 2000; i++ {
+		addr := strings.TrimPrefix(b.r.gw.HTTPURL, "https://")
+		if i%2 == 1 {
+			addr = b.r.gw.GRPCAddr
+		}
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	// New clients, HTTP and gRPC, are still served while 2,000 sit idle.
+	ctx := context.Background()
+	if err := b.client.SendLogs(ctx, e2e.FluentBitLogs(100, 2_000_000), e2e.Encoding{Gzip: true}); err != nil {
+		t.Errorf("HTTP client with 2,000 idle connections open: %v", err)
+	}
+	cc, err := e2e.DialGRPC(b.r.gw.GRPCAddr, b.r.rcv.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	if err := e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(100, 2_000_100)); err != nil {
+		t.Errorf("gRPC client with 2,000 idle connections open: %v", err)
+	}
+	st, _ := e2e.ReadProc(b.col.PID())
+	t.Logf("with 2,000 idle connections: RSS %.0f MiB (anonymous %.0f MiB)", e2e.MiB(st.RSS), e2e.MiB(st.Anon))
+}
+
+// goodSenderUnaffected stops the well-behaved sender: it saw only 200s and
+// everything it sent arrived.
+func (b *badInput) goodSenderUnaffected(t *testing.T) {
+	st := settle(t, b.stopGood, b.good, 2*time.Minute)
 	for code := range st.Statuses {
 		if code != http.StatusOK {
 			t.Errorf("the well-behaved sender saw status %d: bad input affected another client", code)
 		}
 	}
-	expectDelivered(t, r.sink, good.Acked(), 2*time.Minute)
-	if !col.Running() {
-		t.Fatalf("collector exited:\n%s", col.Output())
+	expectDelivered(t, b.r.sink, b.good.Acked(), 2*time.Minute)
+	if !b.col.Running() {
+		t.Fatalf("collector exited:\n%s", b.col.Output())
 	}
+}
+
+func (b *badInput) rssBounded(t *testing.T) {
 	const bound = 256 << 20
-	peak := sampler.PeakAnon()
-	t.Logf("peak anonymous RSS through all bad input: %.0f MiB (VmRSS %.0f MiB)", e2e.MiB(peak), e2e.MiB(sampler.PeakRSS()))
+	peak := b.sampler.PeakAnon()
+	t.Logf("peak anonymous RSS through all bad input: %.0f MiB (VmRSS %.0f MiB)", e2e.MiB(peak), e2e.MiB(b.sampler.PeakRSS()))
 	if peak > bound {
 		t.Errorf("peak anonymous RSS %.0f MiB exceeds %d MiB", e2e.MiB(peak), bound>>20)
 	}

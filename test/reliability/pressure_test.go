@@ -13,42 +13,7 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
-// Scenario 1: overload inside a real 512 MiB memory cgroup (the StatefulSet's
-// limit; memory_limiter and the gomemlimit extension size themselves from it). Many fluent-bit workers
-// send large chunks as fast as the gateway answers. The process is never
-// OOM-killed, stays under the limit, refuses only with retryable statuses, and
-// once the load stops every acknowledged record has arrived.
-func TestOverloadInMemoryCgroup(t *testing.T) {
-	const limit = 512 << 20
-	cg := e2e.NewMemoryCgroup(t, limit)
-	r := newRig(t, "")
-	col := cg.Start(t, r.gw.Args, r.gw.Env)
-	sampler := e2e.SampleProc(col.PID(), 100*time.Millisecond)
-	defer sampler.Stop()
-
-	// 32 workers x 4,000-record chunks (about 4 MiB each, decoded): far more
-	// than the gateway sustains, so requests pile up in the receiver.
-	chunks := e2e.EncodeChunks(0, 60, 4000)
-	s := r.sender(32, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s.Send(ctx, chunks)
-	<-ctx.Done()
-	st := settle(t, cancel, s, 3*time.Minute)
-
-	peak := sampler.PeakAnon()
-	t.Logf("overload: peak anonymous RSS %.0f MiB (VmRSS with the mapped queue file %.0f MiB), cgroup peak %.0f MiB (limit %d MiB, page cache included), refusals %d x 503, %d x 429, OOM kills %d",
-		e2e.MiB(peak), e2e.MiB(sampler.PeakRSS()), e2e.MiB(cg.PeakUsage()), limit>>20, st.Statuses[http.StatusServiceUnavailable], st.Statuses[http.StatusTooManyRequests], cg.OOMKills())
-	if n := cg.OOMKills(); n > 0 || !col.Running() {
-		t.Fatalf("collector was OOM-killed (%d) or exited under overload:\n%s", n, col.Output())
-	}
-	if peak >= limit {
-		t.Errorf("peak anonymous RSS %.0f MiB reached the %d MiB limit", e2e.MiB(peak), limit>>20)
-	}
-	expectDelivered(t, r.sink, s.Acked(), 3*time.Minute)
-}
-
-// Scenario 4: the queue volume fills up (an 8 MiB tmpfs) while the backend is
+// Full queue volume: the queue volume fills up (an 8 MiB tmpfs) while the backend is
 // down. The receiver refuses with a retryable status and the collector says why;
 // it does not crash, its queue is not corrupted (a restart on it works), and it
 // recovers once the backend drains the queue and space frees.
@@ -116,7 +81,7 @@ func queueVolumeFull(t *testing.T, env []string, wantLog string) {
 		t.Fatalf("collector exited on a full queue volume:\n%s", col.Output())
 	}
 	if out := col.Output(); !strings.Contains(out, wantLog) {
-		t.Errorf("collector output does not say why it refuses (no %q):\n%s", wantLog, tail(out, 4000))
+		t.Errorf("collector output does not say why it refuses (no %q):\n%s", wantLog, e2e.Tail(out, 4000))
 	}
 	t.Logf("volume full: %d records acknowledged so far, statuses %v", s.AckedRecords(), s.Stats().Statuses)
 
@@ -134,11 +99,4 @@ func queueVolumeFull(t *testing.T, env []string, wantLog string) {
 	if !col.Running() {
 		t.Fatalf("collector exited:\n%s", col.Output())
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

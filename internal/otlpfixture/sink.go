@@ -1,18 +1,19 @@
-package e2e
+// Package otlpfixture holds the OTLP test fixtures that unit tests and the
+// end-to-end harness share: fluent-bit shaped log records and an OTLP sink
+// (gRPC and HTTP) that counts what arrived. It stays light (pdata and gRPC, no
+// Kubernetes or Prometheus clients) so a component's unit tests can use it.
+package otlpfixture
 
 import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
-	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -25,6 +26,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // SeqAttr is the log record attribute that carries a sender's sequence number, so
@@ -52,6 +55,14 @@ type SinkOptions struct {
 	// keepalive.ServerParameters{MaxConnectionAge: ...} so that clients
 	// reconnect (and handshake again) regularly, as behind many real backends.
 	GRPCServerOptions []grpc.ServerOption
+	// MaxSeq, when set, makes the sink keep only how often and when each
+	// sequence number below MaxSeq first arrived, not the records themselves,
+	// so that millions of records fit in a few MiB (the benchmark's scale).
+	// Logs() then returns nothing.
+	MaxSeq int64
+	// Decoders decode HTTP bodies by Content-Encoding, beyond gzip (zstd in
+	// the end-to-end harness, which keeps that dependency out of unit tests).
+	Decoders map[string]func(io.Reader) (io.ReadCloser, error)
 }
 
 // Sink is an OTLP server (gRPC and HTTP) that keeps everything it is sent. It is
@@ -71,15 +82,22 @@ type Sink struct {
 	nLogs    int
 	nPoints  int
 	// refuse, when set, is returned for every request (a backend outage).
-	refuse error
-	tlsMu  sync.RWMutex
-	tls    *tls.Config
+	refuse   error
+	decoders map[string]func(io.Reader) (io.ReadCloser, error)
+	// seqCount and seqFirst (unix nanos) are kept instead of logs with MaxSeq.
+	seqCount []uint8
+	seqFirst []int64
+	tlsMu    sync.RWMutex
+	tls      *tls.Config
 }
 
 // NewSink starts a sink on two free loopback ports. It is closed when the test ends.
-func NewSink(t testing.TB, opts SinkOptions) *Sink {
+func NewSink(t tb.T, opts SinkOptions) *Sink {
 	t.Helper()
-	s := &Sink{tls: opts.TLS}
+	s := &Sink{tls: opts.TLS, decoders: opts.Decoders}
+	if opts.MaxSeq > 0 {
+		s.seqCount, s.seqFirst = make([]uint8, opts.MaxSeq), make([]int64, opts.MaxSeq)
+	}
 
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -132,6 +150,12 @@ func (s *Sink) SetTLS(c *tls.Config) {
 	s.tlsMu.Unlock()
 }
 
+// SetHTTPKeepAlives turns the HTTP listener's keep-alives on or off. Off closes
+// idle connections at once and every other one after its current response, so
+// each request makes a new connection and TLS handshake: what a backend that
+// restarts or rotates its certificate does to its clients.
+func (s *Sink) SetHTTPKeepAlives(on bool) { s.httpSrv.SetKeepAlivesEnabled(on) }
+
 // Close stops both servers.
 func (s *Sink) Close() {
 	s.grpcSrv.Stop()
@@ -160,7 +184,11 @@ func (s *Sink) recordLogs(r Request, ld plog.Logs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.Signal, r.Items = "logs", ld.LogRecordCount()
-	s.logs = append(s.logs, ld)
+	if s.seqCount != nil {
+		s.countSeqs(ld)
+	} else {
+		s.logs = append(s.logs, ld)
+	}
 	s.nLogs += r.Items
 	s.requests = append(s.requests, r)
 }
@@ -217,7 +245,7 @@ func (s *Sink) Reset() {
 }
 
 // WaitForLogRecords waits until at least n log records have arrived.
-func (s *Sink) WaitForLogRecords(t testing.TB, n int, timeout time.Duration) {
+func (s *Sink) WaitForLogRecords(t tb.T, n int, timeout time.Duration) {
 	t.Helper()
 	if !WaitFor(timeout, func() bool { return s.LogRecordCount() >= n }) {
 		t.Fatalf("sink got %d log records, want %d within %s", s.LogRecordCount(), n, timeout)
@@ -225,62 +253,10 @@ func (s *Sink) WaitForLogRecords(t testing.TB, n int, timeout time.Duration) {
 }
 
 // WaitForDataPoints waits until at least n metric data points have arrived.
-func (s *Sink) WaitForDataPoints(t testing.TB, n int, timeout time.Duration) {
+func (s *Sink) WaitForDataPoints(t tb.T, n int, timeout time.Duration) {
 	t.Helper()
 	if !WaitFor(timeout, func() bool { return s.DataPointCount() >= n }) {
 		t.Fatalf("sink got %d data points, want %d within %s", s.DataPointCount(), n, timeout)
-	}
-}
-
-// SeqCounts maps each sequence number (SeqAttr) to how often it arrived.
-func (s *Sink) SeqCounts() map[int64]int {
-	counts := map[int64]int{}
-	for _, ld := range s.Logs() {
-		forEachRecord(ld, func(lr plog.LogRecord) {
-			if v, ok := lr.Attributes().Get(SeqAttr); ok {
-				counts[v.Int()]++
-			}
-		})
-	}
-	return counts
-}
-
-// LossReport compares what arrived against the sequence numbers in acked.
-type LossReport struct {
-	Acked, Received, Missing, Duplicated int
-}
-
-func (r LossReport) String() string {
-	return fmt.Sprintf("acked=%d received=%d missing=%d duplicated=%d", r.Acked, r.Received, r.Missing, r.Duplicated)
-}
-
-// Loss counts which acknowledged sequence numbers are missing or duplicated.
-func (s *Sink) Loss(acked []int64) LossReport {
-	counts := s.SeqCounts()
-	r := LossReport{Acked: len(acked)}
-	for _, n := range counts {
-		r.Received += n
-	}
-	for _, seq := range acked {
-		switch c := counts[seq]; {
-		case c == 0:
-			r.Missing++
-		case c > 1:
-			r.Duplicated += c - 1
-		}
-	}
-	return r
-}
-
-func forEachRecord(ld plog.Logs, f func(plog.LogRecord)) {
-	for i := 0; i < ld.ResourceLogs().Len(); i++ {
-		sls := ld.ResourceLogs().At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				f(lrs.At(k))
-			}
-		}
 	}
 }
 
@@ -360,8 +336,12 @@ func (s *Sink) handleHTTP(signal string) http.HandlerFunc {
 				return
 			}
 			body = zr
-		case "zstd":
-			zr, err := zstd.NewReader(body)
+		default:
+			dec := s.decoders[r.Header.Get("Content-Encoding")]
+			if dec == nil {
+				break // an unknown encoding is read as it is
+			}
+			zr, err := dec(body)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
