@@ -37,14 +37,24 @@ build:
 ## generate: regenerate cmd/otelcol-relay from builder-config.yaml with the pinned ocb
 ## (a Go tool dependency). It only writes sources: go.mod carries the requirements, see
 ## ../shared/docs/dependencies.md for why ocb cannot resolve modules itself here.
+## Then, with the pinned mdatagen, each component's internal/metadata (type, stability,
+## telemetry builder), documentation.md and lifecycle/goroutine-leak tests from its
+## metadata.yaml.
+METADATA := $(wildcard components/*/metadata.yaml)
+# What generate writes; check-generate fails if any of it differs from the commit.
+GENERATED := cmd/ ':(glob)components/*/internal/metadata/**' ':(glob)components/*/documentation.md' \
+             ':(glob)components/*/generated_*_test.go'
 generate:
 	@mkdir -p cmd/otelcol-relay
 	$(GO) tool builder --config builder-config.yaml --skip-get-modules --skip-compilation
+	@set -e; for m in $(METADATA); do \
+		echo "mdatagen $$m"; (cd $$(dirname $$m) && $(GO) tool mdatagen metadata.yaml); \
+	done
 
-## check-generate: fail if `make generate` changes anything under cmd/.
+## check-generate: fail if `make generate` changes anything it writes.
 check-generate: generate
-	@git diff --exit-code -- cmd/ || { echo "cmd/otelcol-relay differs from builder-config.yaml: run make generate and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- cmd/)" || { git status --short -- cmd/; echo "untracked files under cmd/ after make generate" >&2; exit 1; }
+	@git diff --exit-code -- $(GENERATED) || { echo "generated code differs from builder-config.yaml / metadata.yaml: run make generate and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- $(GENERATED))" || { git status --short -- $(GENERATED); echo "untracked generated files after make generate: commit them" >&2; exit 1; }
 
 ## run: start the collector on config/local.yaml (OTLP on 127.0.0.1:4317/4318, debug output).
 run: build

@@ -58,9 +58,10 @@ func TestStalledBodiesFreeTheirSlots(t *testing.T) {
 	}
 	t.Logf("live sender through after %s", time.Since(start).Round(10*time.Millisecond))
 
-	// Which two uploads won the slots is up to the scheduler: those two are cut
-	// by the body deadline, the others were refused by max_wait. Every one gets
-	// a retryable 503.
+	// Which uploads won the slots depends on scheduling: those that did are cut
+	// at body_read_timeout, the others were refused after max_wait. Every one
+	// gets a retryable 503, and at least one per slot names the deadline (one
+	// that arrives late, after the slots are free, may be cut too).
 	cut := 0
 	for i, c := range stalled {
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -76,8 +77,8 @@ func TestStalledBodiesFreeTheirSlots(t *testing.T) {
 			cut++
 		}
 	}
-	if cut != cfg.MaxInFlightRequests {
-		t.Fatalf("%d stalled uploads were cut naming body_read_timeout; want the %d that held the slots", cut, cfg.MaxInFlightRequests)
+	if cut < cfg.MaxInFlightRequests {
+		t.Fatalf("%d stalled uploads were cut at body_read_timeout, want at least %d (one per slot)", cut, cfg.MaxInFlightRequests)
 	}
 }
 

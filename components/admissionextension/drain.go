@@ -143,7 +143,7 @@ func (a *admission) drain(ctx context.Context) drainResult {
 			res.err = err
 		}
 		if res.queued >= 0 {
-			a.leftover.Record(context.Background(), res.queued, a.attrs)
+			a.tel.AdmissionDrainQueueSize.Record(context.Background(), res.queued, a.attrs)
 		}
 		// Requests in progress are still being written into the queues, so
 		// an empty queue counts only once they are answered.

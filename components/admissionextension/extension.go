@@ -31,6 +31,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/otelcol-relay/otelcol-relay/components/admissionextension/internal/metadata"
 )
 
 type admission struct {
@@ -46,10 +48,10 @@ type admission struct {
 	draining atomic.Bool
 	ready    atomic.Bool
 
-	refused    metric.Int64Counter
-	drainGauge metric.Int64Gauge
-	leftover   metric.Int64Gauge
-	attrs      metric.MeasurementOption
+	tel *metadata.TelemetryBuilder
+	// attrs names the instance: :8888 does not show the otelcol.component.id
+	// that the collector puts on the instrumentation scope.
+	attrs metric.MeasurementOption
 
 	// drainCtx ends at Shutdown, so that a /drain in progress returns.
 	drainCtx    context.Context
@@ -68,23 +70,7 @@ var (
 )
 
 func newAdmission(set extension.Settings, cfg *Config) (*admission, error) {
-	meter := set.MeterProvider.Meter("github.com/otelcol-relay/otelcol-relay/components/admissionextension")
-	refused, err := meter.Int64Counter(
-		"otelcol_admission_refused_requests",
-		metric.WithDescription("Export requests refused because every decoding slot stayed busy for max_wait."),
-		metric.WithUnit("{request}"))
-	if err != nil {
-		return nil, err
-	}
-	draining, err := meter.Int64Gauge(
-		"otelcol_admission_draining",
-		metric.WithDescription("1 once this relay refuses new export requests (GET /drain, or shutdown), else 0."))
-	if err != nil {
-		return nil, err
-	}
-	leftover, err := meter.Int64Gauge(
-		"otelcol_admission_drain_queue_size",
-		metric.WithDescription("Sum of otelcol_exporter_queue_size (bytes with the relay's sizer) as last read by a drain; when the drain gave up, what stays on this pod's queue volume."))
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -94,10 +80,8 @@ func newAdmission(set extension.Settings, cfg *Config) (*admission, error) {
 		logger:      set.Logger,
 		slots:       make(chan struct{}, cfg.MaxInFlightRequests),
 		ages:        newConnAges(cfg.MaxConnectionAge),
-		refused:     refused,
-		drainGauge:  draining,
-		leftover:    leftover,
-		attrs:       metric.WithAttributes(attribute.String("extension", set.ID.String())),
+		tel:         tel,
+		attrs:       metric.WithAttributeSet(attribute.NewSet(attribute.String("extension", set.ID.String()))),
 		drainCtx:    ctx,
 		stopDrain:   cancel,
 		metricsHTTP: &http.Client{Timeout: 5 * time.Second},
@@ -105,7 +89,7 @@ func newAdmission(set extension.Settings, cfg *Config) (*admission, error) {
 }
 
 func (a *admission) Start(context.Context, component.Host) error {
-	a.drainGauge.Record(context.Background(), 0, a.attrs)
+	a.tel.AdmissionDraining.Record(context.Background(), 0, a.attrs)
 	return a.startDrainServer()
 }
 
@@ -131,7 +115,7 @@ func (a *admission) NotReady() error {
 
 func (a *admission) startDraining(why string) {
 	if a.draining.CompareAndSwap(false, true) {
-		a.drainGauge.Record(context.Background(), 1, a.attrs)
+		a.tel.AdmissionDraining.Record(context.Background(), 1, a.attrs)
 		a.logger.Info("Refusing new export requests with a retryable status from now on", zap.String("reason", why))
 	}
 }
@@ -160,7 +144,7 @@ func (a *admission) acquire(ctx context.Context) bool {
 	case <-timer.C:
 	case <-ctx.Done():
 	}
-	a.refused.Add(ctx, 1, a.attrs)
+	a.tel.AdmissionRefusedRequests.Add(ctx, 1, a.attrs)
 	return false
 }
 

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/otelcol-relay/otelcol-relay/components/admissionextension/internal/metadata"
 )
 
 func newTestAdmission(t *testing.T, slots int, wait time.Duration) *admission {
@@ -27,7 +28,7 @@ func newTestAdmissionCfg(t *testing.T, cfg *Config) *admission {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := newAdmission(extensiontest.NewNopSettings(component.MustNewType(typeStr)), cfg)
+	a, err := newAdmission(extensiontest.NewNopSettings(metadata.Type), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,18 +5,18 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
-)
 
-const typeStr = "admission"
+	"github.com/otelcol-relay/otelcol-relay/components/admissionextension/internal/metadata"
+)
 
 // NewFactory returns the factory of the admission extension.
 func NewFactory() extension.Factory {
 	return extension.NewFactory(
-		component.MustNewType(typeStr),
+		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
 		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
 			return newAdmission(set, cfg.(*Config))
 		},
-		component.StabilityLevelAlpha,
+		metadata.ExtensionStability,
 	)
 }

@@ -43,9 +43,8 @@ type certwatch struct {
 	// watchFS can be turned off by tests to prove the poll alone suffices.
 	watchFS bool
 
-	cur      atomic.Pointer[material]
-	loadedNs atomic.Int64
-	tel      *telemetry
+	cur atomic.Pointer[material]
+	tel *telemetry
 
 	// lastSeen identifies the last content (or read error) the watcher acted
 	// on, so an unchanged file costs a hash and nothing else, and one bad
@@ -87,28 +86,34 @@ func newCertwatch(set extension.Settings, cfg *Config) *certwatch {
 
 func (e *certwatch) current() *material { return e.cur.Load() }
 
-func (e *certwatch) loadedAt() time.Time { return time.Unix(0, e.loadedNs.Load()) }
+// loadAndSwap validates what was read from the files and, if it is good, makes
+// it the material the next handshakes use. On error the material in use stays.
+// Start and check both take material in through it.
+func (e *certwatch) loadAndSwap(fc fileContents, hash [sha256.Size]byte, now time.Time) (*material, error) {
+	m, err := buildMaterial(e.cfg, fc, hash, e.minVersion, now)
+	if err != nil {
+		return nil, err
+	}
+	e.cur.Store(m)
+	return m, nil
+}
 
 // Start loads the material and fails when it is missing or invalid: an exporter
 // must not start with an identity it cannot present.
 func (e *certwatch) Start(_ context.Context, _ component.Host) error {
 	fc, hash, err := readFiles(e.cfg)
+	var m *material
 	if err == nil {
-		var m *material
-		m, err = buildMaterial(e.cfg, fc, hash, e.minVersion, time.Now())
-		if err == nil {
-			e.cur.Store(m)
-			e.loadedNs.Store(time.Now().UnixNano())
-			e.lastSeen = hash
-		}
+		m, err = e.loadAndSwap(fc, hash, time.Now())
 	}
 	if err != nil {
 		return fmt.Errorf("%s: cannot load TLS material: %w", e.id, err)
 	}
-	if e.tel, err = newTelemetry(e.settings.MeterProvider, e); err != nil {
+	e.lastSeen = hash
+	if e.tel, err = newTelemetry(e); err != nil {
 		return fmt.Errorf("%s: telemetry: %w", e.id, err)
 	}
-	e.logger.Info("Loaded TLS material", e.materialFields(e.current())...)
+	e.logger.Info("Loaded TLS material", e.materialFields(m)...)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -159,7 +164,7 @@ func (e *certwatch) check(ctx context.Context) bool {
 	}
 	var m *material
 	if err == nil {
-		m, err = buildMaterial(e.cfg, fc, hash, e.minVersion, now)
+		m, err = e.loadAndSwap(fc, hash, now)
 	}
 	var notYet *notYetValidError
 	if errors.As(err, &notYet) {
@@ -179,8 +184,6 @@ func (e *certwatch) check(ctx context.Context) bool {
 		e.logger.Error("Rejected new TLS material; the last good material stays in use", fields...)
 		return false
 	}
-	e.cur.Store(m)
-	e.loadedNs.Store(time.Now().UnixNano())
 	// Counted once in use, so that a success seen on the counter means the
 	// next handshake uses the new material.
 	e.tel.reloaded(ctx, nil)
@@ -230,18 +233,10 @@ func (e *certwatch) afterSwap() {
 
 func (e *certwatch) materialFields(m *material) []zap.Field {
 	fields := []zap.Field{zap.String("ca_file", e.cfg.CAFile), zap.String("cert_file", e.cfg.CertFile)}
-	for _, c := range m.certs {
-		if c.role == "client" {
-			fields = append(fields, zap.String("client_subject", c.subject), zap.String("client_serial", c.serial), zap.Time("client_not_after", c.notAfter))
-		}
+	if c := m.client; c != nil {
+		fields = append(fields, zap.String("client_subject", c.subject), zap.String("client_serial", c.serial), zap.Time("client_not_after", c.notAfter))
 	}
-	cas := 0
-	for _, c := range m.certs {
-		if c.role == "ca" {
-			cas++
-		}
-	}
-	return append(fields, zap.Int("ca_certificates", cas))
+	return append(fields, zap.Int("ca_certificates", len(m.cas)))
 }
 
 // GetGRPCClientOptions replaces the exporter's transport credentials: configgrpc

@@ -10,18 +10,18 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
-)
 
-const typeStr = "certwatch"
+	"github.com/otelcol-relay/otelcol-relay/components/certwatchextension/internal/metadata"
+)
 
 // NewFactory returns the factory of the certwatch extension.
 func NewFactory() extension.Factory {
 	return extension.NewFactory(
-		component.MustNewType(typeStr),
+		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
 		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
 			return newCertwatch(set, cfg.(*Config)), nil
 		},
-		component.StabilityLevelAlpha,
+		metadata.ExtensionStability,
 	)
 }

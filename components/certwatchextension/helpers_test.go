@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -18,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
 
+	"github.com/otelcol-relay/otelcol-relay/components/certwatchextension/internal/metadata"
 	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
@@ -75,7 +75,7 @@ func newExt(t testing.TB, cfg *Config) *started {
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { _ = tt.Shutdown(context.Background()) })
 	core, logs := observer.New(zap.DebugLevel)
-	set := extensiontest.NewNopSettings(component.MustNewType(typeStr))
+	set := extensiontest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tt.NewTelemetrySettings()
 	set.Logger = zap.New(core)
 	e := newCertwatch(set, cfg)
@@ -93,10 +93,8 @@ func startExt(t testing.TB, cfg *Config) *started {
 
 // clientSerial is the serial of the client certificate in use.
 func (s *started) clientSerial() string {
-	for _, c := range s.current().certs {
-		if c.role == "client" {
-			return c.serial
-		}
+	if c := s.current().client; c != nil {
+		return c.serial
 	}
 	return ""
 }

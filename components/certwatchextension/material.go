@@ -18,7 +18,6 @@ import (
 
 // certInfo describes one certificate in use, for the NotAfter gauge and logs.
 type certInfo struct {
-	role     string // "client" or "ca"
 	file     string
 	subject  string
 	serial   string
@@ -32,7 +31,11 @@ type material struct {
 	hash  [sha256.Size]byte
 	roots *x509.CertPool // nil: the system roots
 	cert  *tls.Certificate
-	certs []certInfo
+	// client describes cert (nil without cert_file), cas the ca_file bundle.
+	client *certInfo
+	cas    []certInfo
+	// loadedAt is when this material was validated and taken into use.
+	loadedAt time.Time
 	// creds performs gRPC client handshakes with this material.
 	creds credentials.TransportCredentials
 }
@@ -102,7 +105,7 @@ func readFiles(cfg *Config) (fileContents, [sha256.Size]byte, error) {
 // config field, the file and the reason; they never contain file contents, so a
 // private key cannot end up in a log line.
 func buildMaterial(cfg *Config, fc fileContents, hash [sha256.Size]byte, minVersion uint16, now time.Time) (*material, error) {
-	m := &material{hash: hash}
+	m := &material{hash: hash, loadedAt: now}
 
 	if cfg.CAFile != "" {
 		cas, err := parseCertificates("ca_file", cfg.CAFile, fc.ca)
@@ -133,7 +136,7 @@ func buildMaterial(cfg *Config, fc fileContents, hash [sha256.Size]byte, minVers
 		}
 		for _, c := range cas {
 			m.roots.AddCert(c)
-			m.certs = append(m.certs, describe("ca", cfg.CAFile, c))
+			m.cas = append(m.cas, describe(cfg.CAFile, c))
 		}
 	}
 
@@ -169,7 +172,8 @@ func buildMaterial(cfg *Config, fc fileContents, hash [sha256.Size]byte, minVers
 		}
 		pair.Leaf = leaf
 		m.cert = &pair
-		m.certs = append(m.certs, describe("client", cfg.CertFile, leaf))
+		client := describe(cfg.CertFile, leaf)
+		m.client = &client
 	}
 
 	m.creds = credentials.NewTLS(&tls.Config{
@@ -264,8 +268,8 @@ func hasPrivateKeyBlock(data []byte) bool {
 	}
 }
 
-func describe(role, file string, c *x509.Certificate) certInfo {
-	return certInfo{role: role, file: file, subject: c.Subject.CommonName, serial: c.SerialNumber.String(), notAfter: c.NotAfter}
+func describe(file string, c *x509.Certificate) certInfo {
+	return certInfo{file: file, subject: c.Subject.CommonName, serial: c.SerialNumber.String(), notAfter: c.NotAfter}
 }
 
 func window(c *x509.Certificate) string {

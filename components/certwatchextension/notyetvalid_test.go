@@ -56,10 +56,8 @@ func TestNotYetValidTakenWhenValid(t *testing.T) {
 
 // caSerial is the serial of the first CA certificate in use.
 func (s *started) caSerial() string {
-	for _, c := range s.current().certs {
-		if c.role == "ca" {
-			return c.serial
-		}
+	if cas := s.current().cas; len(cas) > 0 {
+		return cas[0].serial
 	}
 	return ""
 }

@@ -15,17 +15,16 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
-)
 
-// Type is the component type used in collector configs.
-var Type = component.MustNewType("federation_types")
+	"github.com/otelcol-relay/otelcol-relay/components/federationtypesprocessor/internal/metadata"
+)
 
 // NewFactory returns the factory of the federation_types processor.
 func NewFactory() processor.Factory {
 	return processor.NewFactory(
-		Type,
+		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
-		processor.WithMetrics(createMetrics, component.StabilityLevelAlpha),
+		processor.WithMetrics(createMetrics, metadata.MetricsStability),
 	)
 }
 

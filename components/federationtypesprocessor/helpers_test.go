@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/otelcol-relay/otelcol-relay/components/federationtypesprocessor/internal/metadata"
 )
 
 // demoMetadata is what Prometheus 2.42 answers on /api/v1/metadata for the
@@ -127,7 +129,7 @@ func newFactoryProcessor(t *testing.T, endpoint string) (processor.Metrics, *con
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
 	cfg.Endpoint = endpoint
 	sink := new(consumertest.MetricsSink)
-	p, err := NewFactory().CreateMetrics(context.Background(), processortest.NewNopSettings(Type), cfg, sink)
+	p, err := NewFactory().CreateMetrics(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, sink)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func (p *federationTypes) refreshLoop(ctx context.Context) {
 func (p *federationTypes) refresh(ctx context.Context) {
 	s, err := p.fetcher.fetch(ctx, p.now())
 	if err != nil {
-		p.tel.refreshFailures.Add(ctx, 1)
+		p.tel.ProcessorFederationTypesMetadataRefreshFailures.Add(ctx, 1)
 		if old := p.meta.Load(); old != nil {
 			p.logger.Warn("Metric metadata refresh failed; keeping the metadata read earlier",
 				zap.Duration("metadata_age", p.now().Sub(old.fetched).Round(time.Second)),

@@ -18,9 +18,9 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
-)
 
-const typeStr = "gomemlimit"
+	"github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension/internal/metadata"
+)
 
 // Config of the gomemlimit extension.
 type Config struct {
@@ -54,12 +54,12 @@ func (c *Config) Validate() error {
 // NewFactory returns the factory of the gomemlimit extension.
 func NewFactory() extension.Factory {
 	return extension.NewFactory(
-		component.MustNewType(typeStr),
+		metadata.Type,
 		func() component.Config { return &Config{LimitPercentage: 80} },
 		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
 			return &gomemlimit{cfg: cfg.(*Config), logger: set.Logger, paths: procPaths, getenv: os.LookupEnv}, nil
 		},
-		component.StabilityLevelAlpha,
+		metadata.ExtensionStability,
 	)
 }
 

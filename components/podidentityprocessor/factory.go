@@ -16,19 +16,18 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
-)
 
-// Type is the component type used in collector configs.
-var Type = component.MustNewType("pod_identity")
+	"github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor/internal/metadata"
+)
 
 // NewFactory returns the factory of the pod_identity processor.
 func NewFactory() processor.Factory {
 	return processor.NewFactory(
-		Type,
+		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
-		processor.WithLogs(createLogs, component.StabilityLevelAlpha),
-		processor.WithMetrics(createMetrics, component.StabilityLevelAlpha),
-		processor.WithTraces(createTraces, component.StabilityLevelAlpha),
+		processor.WithLogs(createLogs, metadata.LogsStability),
+		processor.WithMetrics(createMetrics, metadata.MetricsStability),
+		processor.WithTraces(createTraces, metadata.TracesStability),
 	)
 }
 

@@ -11,17 +11,14 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor/internal/metadata"
 )
 
-const scopeName = "github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor"
-
-// metricOverwritten sits next to the collector's own otelcol_processor_* metrics.
-const metricOverwritten = "otelcol_processor_pod_identity_claims_overwritten"
-
 type podIdentity struct {
-	mode        Mode
-	attributes  []string
-	overwritten metric.Int64Counter
+	mode       Mode
+	attributes []string
+	tel        *metadata.TelemetryBuilder
 	// One attribute set per (attribute, outcome), built once: the hot path
 	// allocates nothing for telemetry.
 	replaced, dropped map[string]metric.AddOption
@@ -33,11 +30,7 @@ func newPodIdentity(c *Config, set component.TelemetrySettings) (*podIdentity, e
 		return p, nil
 	}
 	var err error
-	p.overwritten, err = set.MeterProvider.Meter(scopeName).Int64Counter(metricOverwritten,
-		metric.WithDescription("Identity attributes a client sent that disagree with the pod of its connection, by attribute; "+
-			"outcome=replaced: the connection's pod value was written instead, outcome=dropped: no pod matches the connection, so the claim was removed."),
-		metric.WithUnit("{attribute}"))
-	if err != nil {
+	if p.tel, err = metadata.NewTelemetryBuilder(set); err != nil {
 		return nil, errors.Join(errors.New("pod_identity: telemetry"), err)
 	}
 	for _, a := range c.Attributes {
@@ -79,9 +72,9 @@ func (p *podIdentity) verify(ctx context.Context, attrs pcommon.Map) {
 		actual, known := attrs.Get(a)
 		switch {
 		case !known:
-			p.overwritten.Add(ctx, 1, p.dropped[a])
+			p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.dropped[a])
 		case actual.AsString() != claimed.AsString():
-			p.overwritten.Add(ctx, 1, p.replaced[a])
+			p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.replaced[a])
 		}
 		attrs.Remove(claimPrefix + a)
 	}

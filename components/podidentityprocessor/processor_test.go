@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor/internal/metadata"
 )
 
 // association stands in for k8s_attributes between the two instances: like the
@@ -58,7 +60,7 @@ func newChain(t *testing.T, pod map[string]string) *chain {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		set := processortest.NewNopSettings(Type)
+		set := processortest.NewNopSettings(metadata.Type)
 		set.TelemetrySettings = c.tel.NewTelemetrySettings()
 		p, err := f.CreateLogs(ctx, set, cfg, next)
 		if err != nil {
@@ -89,6 +91,9 @@ func (c *chain) send(t *testing.T, resource map[string]any) map[string]any {
 	}
 	return c.sink.AllLogs()[0].ResourceLogs().At(0).Resource().Attributes().AsRaw()
 }
+
+// metricOverwritten is the name dashboards and alerts know; metadata.yaml must keep it.
+const metricOverwritten = "otelcol_processor_pod_identity_claims_overwritten"
 
 // counts maps "attribute/outcome" to the counter's value.
 func (c *chain) counts(t *testing.T) map[string]int64 {
