@@ -9,15 +9,15 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pipeline"
 	"go.opentelemetry.io/collector/processor"
-)
 
-const typeStr = "durable_queue"
+	"github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor/internal/metadata"
+)
 
 // NewFactory returns the factory of the durable_queue processor.
 func NewFactory() processor.Factory {
 	cl := &claims{held: map[string]struct{}{}}
 	return processor.NewFactory(
-		component.MustNewType(typeStr),
+		metadata.Type,
 		createDefaultConfig,
 		processor.WithLogs(func(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
 			d, err := newDurableQueue(set, cfg.(*Config), pipeline.SignalLogs, logsCodec{}, next.ConsumeLogs, cl)
@@ -25,21 +25,21 @@ func NewFactory() processor.Factory {
 				return nil, err
 			}
 			return logsQueue{d}, nil
-		}, component.StabilityLevelAlpha),
+		}, metadata.LogsStability),
 		processor.WithMetrics(func(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
 			d, err := newDurableQueue(set, cfg.(*Config), pipeline.SignalMetrics, metricsCodec{}, next.ConsumeMetrics, cl)
 			if err != nil {
 				return nil, err
 			}
 			return metricsQueue{d}, nil
-		}, component.StabilityLevelAlpha),
+		}, metadata.MetricsStability),
 		processor.WithTraces(func(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
 			d, err := newDurableQueue(set, cfg.(*Config), pipeline.SignalTraces, tracesCodec{}, next.ConsumeTraces, cl)
 			if err != nil {
 				return nil, err
 			}
 			return tracesQueue{d}, nil
-		}, component.StabilityLevelAlpha),
+		}, metadata.TracesStability),
 	)
 }
 

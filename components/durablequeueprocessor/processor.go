@@ -30,7 +30,7 @@ type durableQueue[T any] struct {
 func newDurableQueue[T any](set processor.Settings, cfg *Config, signal pipeline.Signal, c codec[T],
 	next func(context.Context, T) error, cl *claims,
 ) (*durableQueue[T], error) {
-	tel, err := newTelemetry(set.MeterProvider, cfg.MaxBytes, set.ID.String(), signal.String())
+	tel, err := newTelemetry(set.TelemetrySettings, cfg.MaxBytes, set.ID.String(), signal.String())
 	if err != nil {
 		return nil, err
 	}

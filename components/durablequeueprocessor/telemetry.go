@@ -4,51 +4,50 @@ import (
 	"context"
 	"sync/atomic"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-)
 
-const scopeName = "github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor"
+	"github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor/internal/metadata"
+)
 
 // telemetry publishes what the queue holds; the admission extension's drain
 // waits for otelcol_durable_queue_size to reach 0 before a pod stops.
 type telemetry struct {
+	*metadata.TelemetryBuilder
 	items, bytes atomic.Int64
-	reg          metric.Registration
 }
 
 // Each instance labels its series with its id and signal: the collector does
-// not add them to a processor's own metrics here, and two pipelines would
-// otherwise report one series twice.
-func newTelemetry(mp metric.MeterProvider, capacity int64, id, signal string) (*telemetry, error) {
-	t := &telemetry{}
-	attrs := metric.WithAttributes(attribute.String("processor", id), attribute.String("data_type", signal))
-	m := mp.Meter(scopeName)
-	size, err := m.Int64ObservableGauge("otelcol_durable_queue_size",
-		metric.WithDescription("Records (log records, data points, spans) acknowledged and not yet delivered"),
-		metric.WithUnit("{records}"))
+// not put its component id on :8888, and two pipelines' series would collide.
+func newTelemetry(set component.TelemetrySettings, capacity int64, id, signal string) (*telemetry, error) {
+	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
 	}
-	bytes, err := m.Int64ObservableGauge("otelcol_durable_queue_bytes",
-		metric.WithDescription("Encoded bytes acknowledged and not yet delivered"),
-		metric.WithUnit("By"))
-	if err != nil {
-		return nil, err
-	}
-	capGauge, err := m.Int64ObservableGauge("otelcol_durable_queue_capacity_bytes",
-		metric.WithDescription("max_bytes: a request that does not fit is refused with a retryable error"),
-		metric.WithUnit("By"))
-	if err != nil {
-		return nil, err
-	}
-	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(size, t.items.Load(), attrs)
-		o.ObserveInt64(bytes, t.bytes.Load(), attrs)
-		o.ObserveInt64(capGauge, capacity, attrs)
+	t := &telemetry{TelemetryBuilder: tb}
+	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("processor", id), attribute.String("data_type", signal)))
+	err = t.RegisterDurableQueueSizeCallback(func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(t.items.Load(), attrs)
 		return nil
-	}, size, bytes, capGauge)
-	return t, err
+	})
+	if err == nil {
+		err = t.RegisterDurableQueueBytesCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.bytes.Load(), attrs)
+			return nil
+		})
+	}
+	if err == nil {
+		err = t.RegisterDurableQueueCapacityBytesCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(capacity, attrs)
+			return nil
+		})
+	}
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	return t, nil
 }
 
 func (t *telemetry) record(items, bytes int64) {
@@ -56,8 +55,4 @@ func (t *telemetry) record(items, bytes int64) {
 	t.bytes.Store(bytes)
 }
 
-func (t *telemetry) shutdown() {
-	if t.reg != nil {
-		_ = t.reg.Unregister()
-	}
-}
+func (t *telemetry) shutdown() { t.Shutdown() }
