@@ -378,6 +378,7 @@ func TestKubeCertManagerComponent(t *testing.T) {
 		"bundle.trust.cert-manager.io/otelcol-relay-ca serverside-applied",
 		"prometheusrule.monitoring.coreos.com/otelcol-relay serverside-applied",
 		"servicemonitor.monitoring.coreos.com/otelcol-relay serverside-applied",
+		"podmonitor.monitoring.coreos.com/otelcol-relay-federation serverside-applied",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("first apply did not report %q", want)
