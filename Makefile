@@ -68,8 +68,11 @@ test-deps:
 ## end-to-end packages run one at a time (-p 1): they start real servers and load
 ## the collector, and two of them at once on a 2-core machine only add noise.
 test: build test-deps
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./components/... ./internal/...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./components/... ./internal/... ./bench/...
 	OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+	# durable_queue (not the shipped default yet) through the same durability scenarios.
+	RELAY_TEST_QUEUE=durable OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/reliability \
+		-run 'TestBackendOutage|TestKill9UnderLoad|TestSIGTERMUnderLoadThenRestart|TestFluentBitChunkIsAcceptedOrRefusedWhole'
 
 ## unit: the fast tests only (no binary, no peers).
 unit:

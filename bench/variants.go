@@ -13,14 +13,17 @@ import (
 // gateway and upstream are the shipped files with a few lines replaced, so
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
-	"floor":               "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
-	"gateway":             "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, groupbyattrs, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
-	"gateway-memory":      "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
-	"gateway-file":        "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
-	"gateway-queue":       "the same gateway on `queue_storage` (components/queuestorageextension), fsync off",
-	"gateway-queue-fsync": "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
-	"upstream":            "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
-	"upstream-file":       "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
+	"floor":                 "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
+	"gateway":               "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, groupbyattrs, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway-memory":        "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
+	"gateway-file":          "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
+	"gateway-queue":         "the same gateway on `queue_storage` (components/queuestorageextension), fsync off",
+	"gateway-queue-fsync":   "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
+	"gateway-durable":       "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending each pipeline (`e2e.DurableQueueConfig`): persisted once, forwarded from memory",
+	"gateway-durable-gc":    "gateway-durable with `gomemlimit: {gc_percent: 300}`: a higher GC target, the memory limit as the backstop",
+	"gateway-durable-fsync": "gateway-durable with `fsync: true` on its queue_storage (survives a node crash)",
+	"upstream":              "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
+	"upstream-file":         "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
 }
 
 // variantConfig writes the config of variant into dir and returns the
@@ -63,6 +66,24 @@ func variantConfig(variant, dir string) ([]string, error) {
 			{storageLine, "      storage: " + name + "/bench\n"},
 			{"\nextensions:\n", "\nextensions:\n" + ext},
 			{"  extensions: [", "  extensions: [" + name + "/bench, "},
+		}
+	case "gateway-durable", "gateway-durable-gc", "gateway-durable-fsync":
+		p, err := e2e.DurableQueueConfig(dir)
+		if err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		text = string(b)
+		switch variant {
+		case "gateway-durable":
+			return []string{"--config", p, "--config", tls}, nil
+		case "gateway-durable-gc":
+			edits = [][2]string{{"    limit_percentage: 80\n  # At most", "    limit_percentage: 80\n    gc_percent: 300\n  # At most"}}
+		case "gateway-durable-fsync":
+			edits = [][2]string{{"    directory: ${env:RELAY_QUEUE_DIR}/durable\n", "    directory: ${env:RELAY_QUEUE_DIR}/durable\n    fsync: true\n"}}
 		}
 	case "upstream-file":
 		text, edits = string(up), [][2]string{

@@ -27,6 +27,7 @@ import (
 	groupbyattrsprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbyattrsprocessor"
 	federationtypesprocessor "github.com/otelcol-relay/otelcol-relay/components/federationtypesprocessor"
 	podidentityprocessor "github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor"
+	durablequeueprocessor "github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 	prometheusreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
 	kubeletstatsreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kubeletstatsreceiver"
@@ -109,6 +110,7 @@ func components() (otelcol.Factories, error) {
 		groupbyattrsprocessor.NewFactory(),
 		federationtypesprocessor.NewFactory(),
 		podidentityprocessor.NewFactory(),
+		durablequeueprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -120,6 +122,7 @@ func components() (otelcol.Factories, error) {
 		groupbyattrsprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbyattrsprocessor v0.165.1",
 		federationtypesprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		podidentityprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
+		durablequeueprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](

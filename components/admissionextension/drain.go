@@ -1,7 +1,6 @@
 package admissionextension
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,11 +8,12 @@ import (
 	"net"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 )
 
 // The drain endpoint is how a pod leaves a Service without stranding what it
@@ -168,7 +168,10 @@ func (a *admission) drain(ctx context.Context) drainResult {
 	}
 }
 
-const queueSizeMetric = "otelcol_exporter_queue_size"
+// queueSizeMetrics are what a relay holds and has not delivered: the exporters'
+// sending queues, and the durable_queue processor's (whose exporters have no
+// queue of their own).
+var queueSizeMetrics = []string{"otelcol_exporter_queue_size", "otelcol_durable_queue_size"}
 
 // queueSize reads otelcol_exporter_queue_size from the collector's own
 // Prometheus endpoint and sums it over exporters and signals. The persistent
@@ -191,69 +194,44 @@ func (a *admission) queueSize(ctx context.Context) (int64, map[string]int64, err
 	return parseQueueSize(resp.Body)
 }
 
-// parseQueueSize sums every otelcol_exporter_queue_size sample in a Prometheus
-// text exposition. No sample at all is an error: the telemetry level hides it,
-// or the URL is not this collector's, and "empty" would be a guess.
+// parseQueueSize sums every queue-size sample (queueSizeMetrics) in a
+// Prometheus text exposition, by owner (exporter or processor) and signal. No
+// sample at all is an error: the telemetry level hides it, or the URL is not
+// this collector's, and "empty" would be a guess.
 func parseQueueSize(r io.Reader) (int64, map[string]int64, error) {
+	fams, err := promtext.Parse(r)
+	if err != nil {
+		return -1, nil, fmt.Errorf("reading the collector's metrics: %w", err)
+	}
 	per := map[string]int64{}
 	var total int64
 	found := false
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, queueSizeMetric) {
-			continue
-		}
-		rest := line[len(queueSizeMetric):]
-		labels := ""
-		switch {
-		case strings.HasPrefix(rest, "{"):
-			end := strings.LastIndexByte(rest, '}')
-			if end < 0 {
+	for _, name := range queueSizeMetrics {
+		for _, s := range fams[name].GetMetric() {
+			var v float64
+			switch {
+			case s.Gauge != nil:
+				v = s.Gauge.GetValue()
+			case s.Untyped != nil:
+				v = s.Untyped.GetValue()
+			default:
 				continue
 			}
-			labels, rest = rest[1:end], rest[end+1:]
-		case strings.HasPrefix(rest, " "):
-		default:
-			continue // another metric with this prefix
+			labels := map[string]string{}
+			for _, l := range s.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			owner := labels["exporter"]
+			if owner == "" {
+				owner = labels["processor"]
+			}
+			found = true
+			total += int64(v)
+			per[owner+"/"+labels["data_type"]] += int64(v)
 		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return -1, nil, fmt.Errorf("%s: value %q: %w", queueSizeMetric, f[0], err)
-		}
-		found = true
-		total += int64(v)
-		per[labelValue(labels, "exporter")+"/"+labelValue(labels, "data_type")] += int64(v)
-	}
-	if err := sc.Err(); err != nil {
-		return -1, nil, err
 	}
 	if !found {
-		return -1, nil, fmt.Errorf("no %s sample (telemetry metrics level below normal?)", queueSizeMetric)
+		return -1, nil, fmt.Errorf("no %s sample (telemetry metrics level below normal?)", strings.Join(queueSizeMetrics, " or "))
 	}
 	return total, per, nil
-}
-
-func labelValue(labels, name string) string {
-	i := strings.Index(labels, name+`="`)
-	for i > 0 && labels[i-1] != ',' {
-		next := strings.Index(labels[i+1:], name+`="`)
-		if next < 0 {
-			return ""
-		}
-		i += 1 + next
-	}
-	if i < 0 {
-		return ""
-	}
-	v := labels[i+len(name)+2:]
-	if j := strings.IndexByte(v, '"'); j >= 0 {
-		return v[:j]
-	}
-	return v
 }

@@ -29,6 +29,13 @@ type Config struct {
 	// Keep it equal to memory_limiter's limit_percentage.
 	LimitPercentage uint32 `mapstructure:"limit_percentage"`
 
+	// GCPercent, when not 0, is the GC target (what GOGC sets): the heap may
+	// grow by this percentage of the live heap before a collection. A higher
+	// value trades memory for CPU; the memory limit above still makes the GC
+	// run as often as it must near the limit. A GOGC variable in the
+	// environment wins.
+	GCPercent int `mapstructure:"gc_percent"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -37,6 +44,9 @@ type Config struct {
 func (c *Config) Validate() error {
 	if c.LimitPercentage == 0 || c.LimitPercentage > 100 {
 		return fmt.Errorf("limit_percentage: %d must be between 1 and 100", c.LimitPercentage)
+	}
+	if c.GCPercent < 0 || c.GCPercent > 1000 {
+		return fmt.Errorf("gc_percent: %d must be between 0 (leave the runtime's) and 1000", c.GCPercent)
 	}
 	return nil
 }
@@ -61,9 +71,20 @@ type gomemlimit struct {
 	// previous is the limit before Start, restored on Shutdown.
 	previous int64
 	set      bool
+	// previousGC is the GC percent before Start, restored on Shutdown.
+	previousGC int
+	setGC      bool
 }
 
 func (g *gomemlimit) Start(context.Context, component.Host) error {
+	if g.cfg.GCPercent != 0 {
+		if v, ok := g.getenv("GOGC"); ok && v != "" {
+			g.logger.Info("GOGC is set in the environment; leaving the GC target as it is", zap.String("GOGC", v))
+		} else {
+			g.previousGC, g.setGC = debug.SetGCPercent(g.cfg.GCPercent), true
+			g.logger.Info("GC target set", zap.Int("gc_percent", g.cfg.GCPercent))
+		}
+	}
 	if v, ok := g.getenv("GOMEMLIMIT"); ok && v != "" {
 		g.logger.Info("GOMEMLIMIT is set in the environment; leaving the Go memory limit as it is",
 			zap.String("GOMEMLIMIT", v))
@@ -88,6 +109,10 @@ func (g *gomemlimit) Start(context.Context, component.Host) error {
 }
 
 func (g *gomemlimit) Shutdown(context.Context) error {
+	if g.setGC {
+		debug.SetGCPercent(g.previousGC)
+		g.setGC = false
+	}
 	if g.set {
 		debug.SetMemoryLimit(g.previous)
 		g.set = false

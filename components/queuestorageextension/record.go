@@ -50,24 +50,54 @@ type op struct {
 // encodeRecord appends the record for ops to dst and returns it together with
 // the offset of each set operation's value within the record (-1 for deletes).
 func encodeRecord(dst []byte, ops []op) ([]byte, []int) {
-	start := len(dst)
-	dst = append(dst, make([]byte, headerLen)...)
+	parts, _, offs := recordParts(ops)
+	for _, p := range parts {
+		dst = append(dst, p...)
+	}
+	return dst, offs
+}
+
+// recordParts lays out the record for ops as consecutive parts that alias the
+// values, so a large value is written (pwritev) without being copied into a
+// record buffer first. It returns the parts, the record's length and the
+// offset of each set operation's value within the record (-1 for deletes).
+func recordParts(ops []op) ([][]byte, int, []int) {
+	meta := make([]byte, headerLen, headerLen+len(ops)*(1+2*binary.MaxVarintLen64+16))
+	parts := make([][]byte, 0, 2*len(ops)+1)
 	offs := make([]int, len(ops))
+	metaStart, total := 0, headerLen
 	for i, o := range ops {
-		dst = append(dst, o.typ)
-		dst = binary.AppendUvarint(dst, uint64(len(o.key)))
-		dst = append(dst, o.key...)
+		before := len(meta)
+		meta = append(meta, o.typ)
+		meta = binary.AppendUvarint(meta, uint64(len(o.key)))
+		meta = append(meta, o.key...)
 		offs[i] = -1
 		if o.typ == opSet {
-			dst = binary.AppendUvarint(dst, uint64(len(o.value)))
-			offs[i] = len(dst) - start
-			dst = append(dst, o.value...)
+			meta = binary.AppendUvarint(meta, uint64(len(o.value)))
+		}
+		total += len(meta) - before
+		if o.typ == opSet {
+			offs[i] = total
+			parts = append(parts, meta[metaStart:len(meta):len(meta)])
+			parts = append(parts, o.value)
+			total += len(o.value)
+			// Later metadata goes to a new array: appending to meta must
+			// not move the bytes the parts above point to.
+			meta = make([]byte, 0, cap(meta)-len(meta)+16)
+			metaStart = 0
 		}
 	}
-	rec := dst[start:]
-	binary.LittleEndian.PutUint32(rec[4:8], uint32(len(rec)-headerLen))
-	binary.LittleEndian.PutUint32(rec[0:4], crc32.Checksum(rec[4:], castagnoli))
-	return dst, offs
+	if len(meta) > metaStart {
+		parts = append(parts, meta[metaStart:])
+	}
+	head := parts[0]
+	binary.LittleEndian.PutUint32(head[4:8], uint32(total-headerLen))
+	crc := crc32.Update(0, castagnoli, head[4:])
+	for _, p := range parts[1:] {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	binary.LittleEndian.PutUint32(head[0:4], crc)
+	return parts, total, offs
 }
 
 // recordLen reads the header at the start of b: the whole record's length, or

@@ -27,8 +27,8 @@ var ErrVolumeFull = errors.New("queue volume full")
 var errClosed = errors.New("queue_storage client is closed")
 
 // copyBelow is the value size under which a cached value gets its own
-// allocation instead of aliasing its record buffer: small values (queue
-// metadata) would otherwise pin large records in memory.
+// allocation instead of aliasing the caller's buffer: small values (queue
+// metadata) are often slices of larger buffers they would pin in memory.
 const copyBelow = 4096
 
 type storeOptions struct {
@@ -91,6 +91,9 @@ type store struct {
 	index     map[string]entry
 	liveBytes int64
 	closed    bool
+	// readOnly stores (Inspect) open segments read-only and leave torn
+	// tails as they are.
+	readOnly bool
 	// Recovery findings, for the logs and for tests.
 	tornTails, corruptSegments int
 }
@@ -151,7 +154,11 @@ func (s *store) recover() error {
 	sort.Slice(files, func(i, j int) bool { return files[i].id < files[j].id })
 	var buf []byte
 	for i, fd := range files {
-		f, err := os.OpenFile(fd.path, os.O_RDWR, 0)
+		flag := os.O_RDWR
+		if s.readOnly {
+			flag = os.O_RDONLY
+		}
+		f, err := os.OpenFile(fd.path, flag, 0)
 		if err != nil {
 			return fmt.Errorf("queue_storage: opening segment: %w", err)
 		}
@@ -191,7 +198,9 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 				s.opts.logger.Warn("queue_storage: dropped a torn record at the tail of the newest segment (a crash while writing it; it was never acknowledged)",
 					zap.String("segment", seg.path), zap.Int64("offset", p), zap.Error(err))
 				// Erase its header so the next recovery reads the end of data here.
-				_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
+				if !s.readOnly {
+					_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
+				}
 			} else {
 				s.corruptSegments++
 				s.opts.logger.Error("queue_storage: segment is corrupted; the records after this offset in it are lost, every other segment is recovered",
@@ -200,7 +209,7 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 			break
 		}
 		for _, o := range ops {
-			s.apply(seg, p, o, nil)
+			s.apply(seg, p, o, false)
 		}
 		p += int64(l)
 	}
@@ -208,8 +217,9 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 }
 
 // apply makes o (found in seg at record offset recOff) the latest state of its
-// key. rec, when not nil, is the record buffer a cached value may alias.
-func (s *store) apply(seg *segment, recOff int64, o op, rec []byte) {
+// key. With cache, o.value may be kept in memory: a large value by reference
+// (the caller's buffer, which storage.Client callers do not modify after Set).
+func (s *store) apply(seg *segment, recOff int64, o op, cache bool) {
 	if old, ok := s.index[o.key]; ok {
 		old.seg.live--
 		s.liveBytes -= int64(old.n + len(o.key))
@@ -222,8 +232,8 @@ func (s *store) apply(seg *segment, recOff int64, o op, rec []byte) {
 		return
 	}
 	e := entry{seg: seg, off: recOff + int64(o.valueOff), n: len(o.value)}
-	if rec != nil && s.opts.cache.take(e.n) {
-		v := rec[o.valueOff : o.valueOff+e.n : o.valueOff+e.n]
+	if cache && s.opts.cache.take(e.n) {
+		v := o.value[:e.n:e.n]
 		if e.n < copyBelow {
 			v = append([]byte(nil), v...)
 		}
@@ -338,11 +348,11 @@ func (s *store) value(e entry) ([]byte, error) {
 // write appends one record holding ops and applies it. A record that adds a
 // key may not use the reserve at the end of a segment.
 func (s *store) write(ops []op, addsKey bool) error {
-	rec, offs := encodeRecord(nil, ops)
+	parts, total, offs := recordParts(ops)
 	for i := range ops {
 		ops[i].valueOff = offs[i]
 	}
-	need := int64(len(rec))
+	need := int64(total)
 	seg := s.segs[len(s.segs)-1]
 	limit := seg.size
 	if addsKey {
@@ -358,7 +368,7 @@ func (s *store) write(ops []op, addsKey bool) error {
 			seg = s.segs[len(s.segs)-1]
 		}
 	}
-	if _, err := seg.f.WriteAt(rec, seg.end); err != nil {
+	if err := pwriteAll(seg.f, parts, seg.end); err != nil {
 		// Erase what may have been written so recovery reads the end of data here.
 		_, _ = seg.f.WriteAt(make([]byte, headerLen), seg.end)
 		if errors.Is(err, syscall.ENOSPC) {
@@ -372,9 +382,36 @@ func (s *store) write(ops []op, addsKey bool) error {
 		}
 	}
 	for _, o := range ops {
-		s.apply(seg, seg.end, o, rec)
+		s.apply(seg, seg.end, o, true)
 	}
 	seg.end += need
+	return nil
+}
+
+// pwriteAll writes parts back to back at off with as few syscalls as the
+// kernel allows (one, unless it writes short or there are more than IOV_MAX).
+func pwriteAll(f *os.File, parts [][]byte, off int64) error {
+	const iovMax = 1024
+	for len(parts) > 0 {
+		batch := parts[:min(len(parts), iovMax)]
+		n, err := unix.Pwritev(int(f.Fd()), batch, off)
+		if err != nil {
+			return err
+		}
+		off += int64(n)
+		for n > 0 && len(parts) > 0 {
+			if n >= len(parts[0]) {
+				n -= len(parts[0])
+				parts = parts[1:]
+				continue
+			}
+			parts[0] = parts[0][n:]
+			n = 0
+		}
+		for len(parts) > 0 && len(parts[0]) == 0 {
+			parts = parts[1:]
+		}
+	}
 	return nil
 }
 
@@ -470,8 +507,28 @@ func (s *store) closeFiles() error {
 	for _, g := range s.segs {
 		errs = append(errs, g.f.Close())
 	}
-	errs = append(errs, s.lock.Close())
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+	}
 	return errors.Join(errs...)
+}
+
+// Inspect reads the store of one client directory (exporter_otlp_http_default_logs,
+// processor_durable_queue_default_logs, ...) and returns the size of every
+// live value by key. It takes no lock and writes nothing: it is for tools and
+// tests that look at a volume no process is using.
+func Inspect(dir string) (map[string]int, error) {
+	s := &store{dir: dir, readOnly: true, index: map[string]entry{},
+		opts: storeOptions{logger: zap.NewNop(), cache: &cacheBudget{}}}
+	defer s.closeFiles()
+	if err := s.recover(); err != nil {
+		return nil, err
+	}
+	live := make(map[string]int, len(s.index))
+	for k, e := range s.index {
+		live[k] = e.n
+	}
+	return live, nil
 }
 
 // usage reports the live data and the disk the segments take.

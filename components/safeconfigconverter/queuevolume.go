@@ -11,8 +11,11 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 
+	"github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor"
 	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 )
+
+const durableQueueType = "durable_queue"
 
 // diskPerQueuedByte is how much disk a byte of queue_size can take. file_storage
 // keeps the queue in a bbolt file, which grows in powers of two (then in 1 GiB
@@ -30,13 +33,13 @@ type fsSizer func(dir string) (size uint64, measured string, ok bool)
 // twice the bound, plus three segments per signal.
 const queueStorageSegments = 3
 
-// persistentQueue is one exporter's sending queue on one file_storage or
-// queue_storage volume.
+// persistentQueue is one exporter's sending queue, or one durable_queue
+// processor, on one file_storage or queue_storage volume.
 type persistentQueue struct {
-	exporter string
-	bytes    uint64
-	signals  []string
-	segment  uint64 // queue_storage's segment_size; 0 for file_storage
+	owner   string // the component and the field that bounds it
+	bytes   uint64
+	signals []string
+	segment uint64 // queue_storage's segment_size; 0 for file_storage
 }
 
 // checkQueueVolumes refuses persistent sending queues whose byte bounds, all of
@@ -53,6 +56,31 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 	fileStorage := filestorage.NewFactory().CreateDefaultConfig().(*filestorage.Config)
 	queueStorage := queuestorageextension.NewFactory().CreateDefaultConfig().(*queuestorageextension.Config)
 
+	// volume is where a storage extension keeps its files, and queue_storage's
+	// segment size (0 for file_storage).
+	volume := func(storage string) (string, uint64, bool) {
+		t, _ := splitID(storage)
+		ext := asMap(extensions[storage])
+		dir, _ := ext["directory"].(string)
+		switch t {
+		case "queue_storage":
+			segment := uint64(queueStorage.SegmentSize)
+			if v, ok := toUint(ext["segment_size"]); ok {
+				segment = v
+			}
+			if dir == "" {
+				dir = queueStorage.Directory
+			}
+			return filepath.Clean(dir), segment, true
+		case "file_storage":
+			if dir == "" {
+				dir = fileStorage.Directory
+			}
+			return filepath.Clean(dir), 0, true
+		}
+		return "", 0, false
+	}
+
 	byDir := map[string][]persistentQueue{}
 	exporters := asMap(cfg["exporters"])
 	for _, id := range slices.Sorted(maps.Keys(exporters)) {
@@ -61,29 +89,31 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 		if storage == "" || q["enabled"] == false || q["sizer"] != "bytes" || len(signals[id]) == 0 {
 			continue
 		}
-		t, _ := splitID(storage)
-		if t != "file_storage" && t != "queue_storage" {
-			continue
-		}
 		n, ok := toUint(q["queue_size"])
 		if !ok {
 			continue
 		}
-		dir, _ := asMap(extensions[storage])["directory"].(string)
-		var segment uint64
-		switch {
-		case t == "queue_storage":
-			segment = uint64(queueStorage.SegmentSize)
-			if v, ok := toUint(asMap(extensions[storage])["segment_size"]); ok {
-				segment = v
-			}
-			if dir == "" {
-				dir = queueStorage.Directory
-			}
-		case dir == "":
-			dir = fileStorage.Directory
+		if dir, segment, ok := volume(storage); ok {
+			byDir[dir] = append(byDir[dir], persistentQueue{"exporters::" + id + ": sending_queue::queue_size", n, signals[id], segment})
 		}
-		byDir[filepath.Clean(dir)] = append(byDir[filepath.Clean(dir)], persistentQueue{id, n, signals[id], segment})
+	}
+	// durable_queue processors hold up to max_bytes each, per signal.
+	durableDefault := durablequeueprocessor.NewFactory().CreateDefaultConfig().(*durablequeueprocessor.Config)
+	procSignals := processorSignals(asMap(asMap(cfg["service"])["pipelines"]))
+	processors := asMap(cfg["processors"])
+	for _, id := range slices.Sorted(maps.Keys(processors)) {
+		if t, _ := splitID(id); t != durableQueueType || len(procSignals[id]) == 0 {
+			continue
+		}
+		p := asMap(processors[id])
+		storage, _ := p["storage"].(string)
+		n := uint64(durableDefault.MaxBytes)
+		if v, ok := toUint(p["max_bytes"]); ok {
+			n = v
+		}
+		if dir, segment, ok := volume(storage); ok {
+			byDir[dir] = append(byDir[dir], persistentQueue{"processors::" + id + ": max_bytes", n, procSignals[id], segment})
+		}
 	}
 
 	var errs []error
@@ -96,23 +126,33 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 		var parts []string
 		for _, q := range byDir[dir] {
 			need += (q.bytes*diskPerQueuedByte + q.segment*queueStorageSegments) * uint64(len(q.signals))
-			parts = append(parts, fmt.Sprintf("exporters::%s: sending_queue::queue_size %d bytes x %d signals (%s)", q.exporter, q.bytes, len(q.signals), strings.Join(q.signals, ", ")))
+			parts = append(parts, fmt.Sprintf("%s %d bytes x %d signals (%s)", q.owner, q.bytes, len(q.signals), strings.Join(q.signals, ", ")))
 		}
 		if need > total {
-			errs = append(errs, fmt.Errorf("persistent queues on %s need up to %s of disk (twice their bounds: file_storage's file and its compaction copy, queue_storage's segments before they are reclaimed), but the volume at %s holds %s; on a full volume acknowledged data would be lost, so lower queue_size or grow the volume: %s",
+			errs = append(errs, fmt.Errorf("persistent queues on %s need up to %s of disk (twice their bounds: file_storage's file and its compaction copy, queue_storage's segments before they are reclaimed), but the volume at %s holds %s; on a full volume acknowledged data would be lost, so lower the bounds or grow the volume: %s",
 				dir, mib(need), measured, mib(total), strings.Join(parts, "; ")))
 		}
 	}
 	return errs
 }
 
+// processorSignals maps each processor to the signals of the pipelines that
+// list it: a durable_queue keeps one queue per signal.
+func processorSignals(pipelines map[string]any) map[string][]string {
+	return listedSignals(pipelines, "processors")
+}
+
 // exporterSignals maps each exporter to the signals (logs, metrics, traces, ...)
 // of the pipelines that send to it: an exporter keeps one queue per signal.
 func exporterSignals(pipelines map[string]any) map[string][]string {
+	return listedSignals(pipelines, "exporters")
+}
+
+func listedSignals(pipelines map[string]any, key string) map[string][]string {
 	seen := map[string]map[string]bool{}
 	for pid, p := range pipelines {
 		signal, _, _ := strings.Cut(pid, "/")
-		for _, e := range asList(asMap(p)["exporters"]) {
+		for _, e := range asList(asMap(p)[key]) {
 			if s, ok := e.(string); ok {
 				if seen[s] == nil {
 					seen[s] = map[string]bool{}

@@ -4,9 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 )
 
 // QueueContents is what the persistent queues in a file_storage directory still
@@ -31,6 +34,9 @@ func ReadQueueDir(dir string) (QueueContents, error) {
 	}
 	for _, e := range entries {
 		if e.IsDir() {
+			if err := readQueueStorage(filepath.Join(dir, e.Name()), &qc); err != nil {
+				return qc, err
+			}
 			continue
 		}
 		db, err := bolt.Open(filepath.Join(dir, e.Name()), 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
@@ -57,4 +63,38 @@ func ReadQueueDir(dir string) (QueueContents, error) {
 		}
 	}
 	return qc, nil
+}
+
+// readQueueStorage adds what queue_storage client directories under dir hold:
+// the exporters' persistent-queue items (numeric keys) and durable_queue's
+// items (item/N).
+func readQueueStorage(dir string, qc *QueueContents) error {
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if len(segs) == 0 {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				if err := readQueueStorage(filepath.Join(dir, e.Name()), qc); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	live, err := queuestorageextension.Inspect(dir)
+	if err != nil {
+		return err
+	}
+	for k, n := range live {
+		_, numErr := strconv.ParseUint(k, 10, 64)
+		if numErr == nil || strings.HasPrefix(k, "item/") {
+			qc.Requests++
+			qc.Bytes += int64(n)
+			qc.Files[filepath.Base(dir)]++
+		}
+	}
+	return nil
 }
