@@ -152,14 +152,24 @@ func TestRestartDeliversWhatWasAcknowledged(t *testing.T) {
 	for i := range 30 {
 		require.NoError(t, p.ConsumeLogs(context.Background(), logs(i*10, 10)))
 	}
+	q1 := p.(logsQueue).q
+	q1.mu.Lock()
+	heldBytes, heldItems := q1.bytes, q1.items
+	q1.mu.Unlock()
 	require.NoError(t, p.Shutdown(context.Background()))
 	require.NoError(t, h.exts[storageID].Shutdown(context.Background()))
 
-	// A new process on the same volume.
-	g.set(nil)
+	// A new process on the same volume knows what it holds before forwarding.
 	h2 := startStorage(t, dir)
 	p2 := newLogs(t, cfg, g)
 	require.NoError(t, p2.Start(context.Background(), h2))
+	q2 := p2.(logsQueue).q
+	q2.mu.Lock()
+	assert.Equal(t, heldBytes, q2.bytes)
+	assert.Equal(t, heldItems, q2.items)
+	assert.EqualValues(t, 300, q2.items)
+	q2.mu.Unlock()
+	g.set(nil)
 	require.Eventually(t, func() bool { n, _, _ := g.count(); return n == 300 }, 10*time.Second, 10*time.Millisecond)
 	_, dups, _ := g.count()
 	assert.Zero(t, dups)

@@ -22,10 +22,27 @@ const (
 	nextKey  = "next"
 )
 
-// itemKey holds the request (OTLP protobuf), countKey its record count, so a
-// restart knows the queue's size without decoding it.
-func itemKey(seq uint64) string  { return "item/" + strconv.FormatUint(seq, 10) }
-func countKey(seq uint64) string { return "count/" + strconv.FormatUint(seq, 10) }
+// itemKey holds the request (OTLP protobuf), sizeKey its record count and
+// encoded size, so a restart knows the queue's size without reading or
+// decoding the requests.
+func itemKey(seq uint64) string { return "item/" + strconv.FormatUint(seq, 10) }
+func sizeKey(seq uint64) string { return "size/" + strconv.FormatUint(seq, 10) }
+
+func encodeSize(items int, bytes int64) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(nil, uint64(items)), uint64(bytes))
+}
+
+func decodeSize(b []byte) (items int, bytes int64, ok bool) {
+	i, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, 0, false
+	}
+	by, m := binary.Uvarint(b[n:])
+	if m <= 0 || n+m != len(b) {
+		return 0, 0, false
+	}
+	return int(i), int64(by), true
+}
 
 // ErrFull is returned (retryable) when a request does not fit in max_bytes.
 var ErrFull = errors.New("durable_queue: full")
@@ -89,22 +106,21 @@ func (q *queue[T]) start(client storage.Client) error {
 		return err
 	}
 	for seq := first; seq < next; seq++ {
-		get, count := storage.GetOperation(itemKey(seq)), storage.GetOperation(countKey(seq))
-		if err := client.Batch(ctx, get, count); err != nil {
+		v, err := client.Get(ctx, sizeKey(seq))
+		if err != nil {
 			return fmt.Errorf("durable_queue: reading item %d: %w", seq, err)
 		}
-		v := get.Value
 		if v == nil {
-			continue // delivered before the restart
+			continue // delivered before the restart (item and size go together)
 		}
-		items, n := binary.Uvarint(count.Value)
-		if n <= 0 {
-			return fmt.Errorf("durable_queue: item %d: its record count %q is not a number", seq, count.Value)
+		items, bytes, ok := decodeSize(v)
+		if !ok {
+			return fmt.Errorf("durable_queue: item %d: its size record %x is not two numbers", seq, v)
 		}
-		q.pending = append(q.pending, &entry[T]{seq: seq, bytes: int64(len(v)), items: int(items), added: time.Now()})
-		q.bytes += int64(len(v))
+		q.pending = append(q.pending, &entry[T]{seq: seq, bytes: bytes, items: items, added: time.Now()})
+		q.bytes += bytes
 		q.items += int64(items)
-		q.pendItems += int(items)
+		q.pendItems += items
 	}
 	q.first, q.nextSeq = first, next
 	// Both counters exist from the start, so that later writes of them are
@@ -175,7 +191,7 @@ func (q *queue[T]) consume(ctx context.Context, data T) error {
 	// are written together or not at all.
 	if err := q.client.Batch(ctx,
 		storage.SetOperation(itemKey(seq), v),
-		storage.SetOperation(countKey(seq), binary.AppendUvarint(nil, uint64(items))),
+		storage.SetOperation(sizeKey(seq), encodeSize(items, size)),
 		storage.SetOperation(nextKey, counter(seq+1))); err != nil {
 		return fmt.Errorf("durable_queue: storing the request: %w", err)
 	}
@@ -329,7 +345,7 @@ func (q *queue[T]) done(batch []*entry[T]) {
 	defer q.mu.Unlock()
 	ops := make([]*storage.Operation, 0, 2*len(batch)+1)
 	for _, e := range batch {
-		ops = append(ops, storage.DeleteOperation(itemKey(e.seq)), storage.DeleteOperation(countKey(e.seq)))
+		ops = append(ops, storage.DeleteOperation(itemKey(e.seq)), storage.DeleteOperation(sizeKey(e.seq)))
 		delete(q.inflight, e.seq)
 		q.bytes -= e.bytes
 		q.items -= int64(e.items)
