@@ -34,6 +34,9 @@ func checkDurableQueues(exporters, pipelines map[string]any) []error {
 			}
 			for _, e := range exps {
 				eid, _ := e.(string)
+				if backendTypes[typeOf(eid)] == "" {
+					continue // not an exporterhelper queue we know the default of
+				}
 				q := asMap(asMap(exporters[eid])["sending_queue"])
 				if q["enabled"] != false {
 					errs = append(errs, fmt.Errorf("exporters::%s: sending_queue::enabled must be false behind processor %s (pipeline %s): an in-memory queue would acknowledge requests that durable_queue then deletes from disk", eid, id, pid))

@@ -15,6 +15,7 @@ service:
   pipelines:
     logs: {processors: [memory_limiter, durable_queue/a], exporters: [otlp_http/a]}
     metrics: {processors: [durable_queue/a], exporters: [otlp_http/a]}
+    traces: {processors: [durable_queue/a], exporters: [debug]}
 `)
 	assert.Empty(t, checkDurableQueues(asMap(ok["exporters"]), asMap(asMap(ok["service"])["pipelines"])))
 
