@@ -169,7 +169,15 @@ func scaleOutAndIn(t *testing.T, backendDown bool) {
 	// and the endpoints leave the Service a moment later.
 	if backendDown {
 		f.sink.Refuse(true)
-		time.Sleep(2 * time.Second) // acknowledged records pile up in every queue
+		// Acknowledged records pile up in the queues of the relays about to be
+		// drained. Which relay a sender's connections reach is up to the
+		// proxy's round robin and the client's connection reuse, so wait for
+		// each rather than for a fixed time.
+		for _, i := range []int{1, 2} {
+			if !e2e.WaitFor(30*time.Second, func() bool { return e2e.LogQueueBytes(f.gws[i].MetricsAddr) > 0 }) {
+				t.Fatalf("relay %d took no records in 30 s after the backend went down: the scenario cannot test a leftover", i)
+			}
+		}
 	}
 	drains := []<-chan drainAnswer{nil, f.drain(1), f.drain(2)}
 	time.Sleep(time.Second) // kube-proxy lags the endpoint change
