@@ -68,18 +68,10 @@ func variantConfig(variant, dir string) ([]string, error) {
 			{"  extensions: [", "  extensions: [" + name + "/bench, "},
 		}
 	case "gateway-durable", "gateway-durable-gc", "gateway-durable-fsync":
-		p, err := e2e.DurableQueueConfig(dir)
-		if err != nil {
+		if text, err = e2e.DurableQueueYAML(); err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		text = string(b)
 		switch variant {
-		case "gateway-durable":
-			return []string{"--config", p, "--config", tls}, nil
 		case "gateway-durable-gc":
 			edits = [][2]string{{"    limit_percentage: 80\n  # At most", "    limit_percentage: 80\n    gc_percent: 300\n  # At most"}}
 		case "gateway-durable-fsync":

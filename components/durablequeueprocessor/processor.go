@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pipeline"
 	"go.opentelemetry.io/collector/processor"
+
+	"github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor/internal/metadata"
 )
 
 // durableQueue is one pipeline's instance: the queue plus the component
@@ -22,7 +24,7 @@ type durableQueue[T any] struct {
 	id      component.ID
 	signal  pipeline.Signal
 	q       *queue[T]
-	tel     *telemetry
+	tel     *metadata.TelemetryBuilder
 	claims  *claims
 	claimed bool
 }
@@ -30,12 +32,12 @@ type durableQueue[T any] struct {
 func newDurableQueue[T any](set processor.Settings, cfg *Config, signal pipeline.Signal, c codec[T],
 	next func(context.Context, T) error, cl *claims,
 ) (*durableQueue[T], error) {
-	tel, err := newTelemetry(set.TelemetrySettings, cfg.MaxBytes, set.ID.String(), signal.String())
+	q := newQueue(cfg, c, next, set.Logger)
+	tel, err := newTelemetry(set.TelemetrySettings, cfg.MaxBytes, set.ID.String(), signal.String(), q.held)
 	if err != nil {
 		return nil, err
 	}
-	return &durableQueue[T]{cfg: cfg, id: set.ID, signal: signal, tel: tel, claims: cl,
-		q: newQueue(cfg, c, next, set.Logger, tel)}, nil
+	return &durableQueue[T]{cfg: cfg, id: set.ID, signal: signal, tel: tel, claims: cl, q: q}, nil
 }
 
 func (d *durableQueue[T]) Start(ctx context.Context, host component.Host) error {
@@ -64,7 +66,7 @@ func (d *durableQueue[T]) Start(ctx context.Context, host component.Host) error 
 
 func (d *durableQueue[T]) Shutdown(ctx context.Context) error {
 	err := d.q.shutdown(ctx)
-	d.tel.shutdown()
+	d.tel.Shutdown()
 	if d.claimed {
 		d.claims.release(d.id, d.signal)
 		d.claimed = false

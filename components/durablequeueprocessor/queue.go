@@ -70,7 +70,6 @@ type queue[T any] struct {
 	next   func(context.Context, T) error
 	client storage.Client
 	logger *zap.Logger
-	tel    *telemetry
 
 	mu        sync.Mutex
 	wake      chan struct{} // closed and replaced when pending grows or stop begins
@@ -88,8 +87,8 @@ type queue[T any] struct {
 	wg     sync.WaitGroup
 }
 
-func newQueue[T any](cfg *Config, c codec[T], next func(context.Context, T) error, logger *zap.Logger, tel *telemetry) *queue[T] {
-	return &queue[T]{cfg: cfg, codec: c, next: next, logger: logger, tel: tel,
+func newQueue[T any](cfg *Config, c codec[T], next func(context.Context, T) error, logger *zap.Logger) *queue[T] {
+	return &queue[T]{cfg: cfg, codec: c, next: next, logger: logger,
 		wake: make(chan struct{}), inflight: map[uint64]struct{}{}}
 }
 
@@ -133,7 +132,6 @@ func (q *queue[T]) start(client storage.Client) error {
 		q.logger.Info("Recovered requests acknowledged before the restart",
 			zap.Int("requests", len(q.pending)), zap.Int64("items", q.items), zap.Int64("bytes", q.bytes))
 	}
-	q.tel.record(q.items, q.bytes)
 	wctx, cancel := context.WithCancel(context.Background())
 	q.cancel = cancel
 	for range q.cfg.Workers {
@@ -205,7 +203,6 @@ func (q *queue[T]) consume(ctx context.Context, data T) error {
 	q.bytes += size
 	q.items += int64(items)
 	q.pendItems += items
-	q.tel.record(q.items, q.bytes)
 	q.broadcast()
 	return nil
 }
@@ -369,7 +366,6 @@ func (q *queue[T]) done(batch []*entry[T]) {
 	} else {
 		q.first = first
 	}
-	q.tel.record(q.items, q.bytes)
 	q.broadcast()
 }
 
@@ -389,6 +385,14 @@ func (q *queue[T]) requeue(batch []*entry[T]) {
 	q.pending = append(batch, q.pending...)
 	q.pendItems += items
 	q.broadcast()
+}
+
+// held is what the queue holds and has not delivered: records and encoded
+// bytes, pending and in flight.
+func (q *queue[T]) held() (items, bytes int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.items, q.bytes
 }
 
 // shutdown stops the workers. What is not delivered stays stored and is

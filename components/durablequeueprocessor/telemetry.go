@@ -2,7 +2,6 @@ package durablequeueprocessor // import "github.com/otelcol-relay/otelcol-relay/
 
 import (
 	"context"
-	"sync/atomic"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
@@ -11,34 +10,31 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor/internal/metadata"
 )
 
-// telemetry publishes what the queue holds; the admission extension's drain
-// waits for otelcol_durable_queue_size to reach 0 before a pod stops.
-type telemetry struct {
-	*metadata.TelemetryBuilder
-	items, bytes atomic.Int64
-}
-
+// newTelemetry publishes what the queue holds; the admission extension's
+// drain waits for otelcol_durable_queue_size to reach 0 before a pod stops.
 // Each instance labels its series with its id and signal: the collector does
 // not put its component id on :8888, and two pipelines' series would collide.
-func newTelemetry(set component.TelemetrySettings, capacity int64, id, signal string) (*telemetry, error) {
+// held is read at each collection, so the gauges cannot disagree with the queue.
+func newTelemetry(set component.TelemetrySettings, capacity int64, id, signal string, held func() (items, bytes int64)) (*metadata.TelemetryBuilder, error) {
 	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
 	}
-	t := &telemetry{TelemetryBuilder: tb}
 	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("processor", id), attribute.String("data_type", signal)))
-	err = t.RegisterDurableQueueSizeCallback(func(_ context.Context, o metric.Int64Observer) error {
-		o.Observe(t.items.Load(), attrs)
+	err = tb.RegisterDurableQueueSizeCallback(func(_ context.Context, o metric.Int64Observer) error {
+		items, _ := held()
+		o.Observe(items, attrs)
 		return nil
 	})
 	if err == nil {
-		err = t.RegisterDurableQueueBytesCallback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(t.bytes.Load(), attrs)
+		err = tb.RegisterDurableQueueBytesCallback(func(_ context.Context, o metric.Int64Observer) error {
+			_, bytes := held()
+			o.Observe(bytes, attrs)
 			return nil
 		})
 	}
 	if err == nil {
-		err = t.RegisterDurableQueueCapacityBytesCallback(func(_ context.Context, o metric.Int64Observer) error {
+		err = tb.RegisterDurableQueueCapacityBytesCallback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(capacity, attrs)
 			return nil
 		})
@@ -47,12 +43,5 @@ func newTelemetry(set component.TelemetrySettings, capacity int64, id, signal st
 		tb.Shutdown()
 		return nil, err
 	}
-	return t, nil
+	return tb, nil
 }
-
-func (t *telemetry) record(items, bytes int64) {
-	t.items.Store(items)
-	t.bytes.Store(bytes)
-}
-
-func (t *telemetry) shutdown() { t.Shutdown() }

@@ -65,7 +65,7 @@ func recordParts(ops []op) ([][]byte, int, []int) {
 	meta := make([]byte, headerLen, headerLen+len(ops)*(1+2*binary.MaxVarintLen64+16))
 	parts := make([][]byte, 0, 2*len(ops)+1)
 	offs := make([]int, len(ops))
-	metaStart, total := 0, headerLen
+	total := headerLen
 	for i, o := range ops {
 		before := len(meta)
 		meta = append(meta, o.typ)
@@ -78,17 +78,16 @@ func recordParts(ops []op) ([][]byte, int, []int) {
 		total += len(meta) - before
 		if o.typ == opSet {
 			offs[i] = total
-			parts = append(parts, meta[metaStart:len(meta):len(meta)])
+			parts = append(parts, meta[:len(meta):len(meta)])
 			parts = append(parts, o.value)
 			total += len(o.value)
 			// Later metadata goes to a new array: appending to meta must
 			// not move the bytes the parts above point to.
 			meta = make([]byte, 0, cap(meta)-len(meta)+16)
-			metaStart = 0
 		}
 	}
-	if len(meta) > metaStart {
-		parts = append(parts, meta[metaStart:])
+	if len(meta) > 0 {
+		parts = append(parts, meta)
 	}
 	head := parts[0]
 	binary.LittleEndian.PutUint32(head[4:8], uint32(total-headerLen))

@@ -518,8 +518,7 @@ func (s *store) closeFiles() error {
 // live value by key. It takes no lock and writes nothing: it is for tools and
 // tests that look at a volume no process is using.
 func Inspect(dir string) (map[string]int, error) {
-	s := &store{dir: dir, readOnly: true, index: map[string]entry{},
-		opts: storeOptions{logger: zap.NewNop(), cache: &cacheBudget{}}}
+	s := &store{dir: dir, readOnly: true, index: map[string]entry{}, opts: storeOptions{logger: zap.NewNop()}}
 	defer s.closeFiles()
 	if err := s.recover(); err != nil {
 		return nil, err

@@ -13,11 +13,21 @@ import (
 // suite proves durable_queue's zero loss with the same scenarios.
 const QueueVariantEnv = "RELAY_TEST_QUEUE"
 
-// DurableQueueConfig writes into dir config/gateway.yaml with its logs
-// exporter's persistent sending queue replaced by a durable_queue processor on
-// queue_storage (components/durablequeueprocessor), and returns the file.
-// The bench's gateway-durable variant is this file too.
+// DurableQueueConfig writes DurableQueueYAML into dir and returns the file.
 func DurableQueueConfig(dir string) (string, error) {
+	text, err := DurableQueueYAML()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "gateway-durable.yaml")
+	return p, os.WriteFile(p, []byte(text), 0o644)
+}
+
+// DurableQueueYAML is config/gateway.yaml with its exporter's persistent
+// sending queue replaced by a durable_queue processor on queue_storage
+// (components/durablequeueprocessor) at the end of every pipeline. The bench's
+// gateway-durable variants start from it too.
+func DurableQueueYAML() (string, error) {
 	gw, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "gateway.yaml"))
 	if err != nil {
 		return "", err
@@ -44,6 +54,5 @@ func DurableQueueConfig(dir string) (string, error) {
 		}
 		text = strings.ReplaceAll(text, e.old, e.new)
 	}
-	p := filepath.Join(dir, "gateway-durable.yaml")
-	return p, os.WriteFile(p, []byte(text), 0o644)
+	return text, nil
 }
