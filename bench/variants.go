@@ -23,6 +23,9 @@ var variantInfo = map[string]string{
 	"gateway-durable-gc":    "gateway-durable with `gomemlimit: {gc_percent: 300}`: a higher GC target, the memory limit as the backstop",
 	"gateway-durable-fsync": "gateway-durable with `fsync: true` on its queue_storage (survives a node crash)",
 	"upstream":              "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
+	"gateway-wire":          "the same gateway with its exporter replaced by `otlp_http_wire` (components/otlphttpwireexporter) on `queue_storage` (`e2e.WireExporterConfig`): each request encoded once at intake, queued, batched and sent as its OTLP bytes, never decoded again",
+	"gateway-wire-memory":   "gateway-wire with an in-memory sending queue (no `storage:`): the price of durability for otlp_http_wire",
+	"gateway-wire-fsync":    "gateway-wire with `fsync: true` on its queue_storage (survives a node crash)",
 	"upstream-file":         "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
 }
 
@@ -76,6 +79,16 @@ func variantConfig(variant, dir string) ([]string, error) {
 			edits = [][2]string{{"    limit_percentage: 80\n  # At most", "    limit_percentage: 80\n    gc_percent: 300\n  # At most"}}
 		case "gateway-durable-fsync":
 			edits = [][2]string{{"    directory: ${env:RELAY_QUEUE_DIR}/durable\n", "    directory: ${env:RELAY_QUEUE_DIR}/durable\n    fsync: true\n"}}
+		}
+	case "gateway-wire", "gateway-wire-memory", "gateway-wire-fsync":
+		if text, err = e2e.WireExporterYAML(); err != nil {
+			return nil, err
+		}
+		switch variant {
+		case "gateway-wire-memory":
+			edits = [][2]string{{"      storage: queue_storage/wire\n", ""}}
+		case "gateway-wire-fsync":
+			edits = [][2]string{{"    directory: ${env:RELAY_QUEUE_DIR}/wire\n", "    directory: ${env:RELAY_QUEUE_DIR}/wire\n    fsync: true\n"}}
 		}
 	case "upstream-file":
 		text, edits = string(up), [][2]string{
