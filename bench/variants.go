@@ -26,6 +26,7 @@ var variantInfo = map[string]string{
 	"gateway-wire":          "the same gateway with its exporter replaced by `otlp_http_wire` (components/otlphttpwireexporter) on `queue_storage` (`e2e.WireExporterConfig`): each request encoded once at intake, queued, batched and sent as its OTLP bytes, never decoded again",
 	"gateway-wire-memory":   "gateway-wire with an in-memory sending queue (no `storage:`): the price of durability for otlp_http_wire",
 	"gateway-wire-fsync":    "gateway-wire with `fsync: true` on its queue_storage (survives a node crash)",
+	"gateway-wire-gzip1":    "gateway-wire with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
 	"upstream-file":         "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
 }
 
@@ -80,7 +81,7 @@ func variantConfig(variant, dir string) ([]string, error) {
 		case "gateway-durable-fsync":
 			edits = [][2]string{{"    directory: ${env:RELAY_QUEUE_DIR}/durable\n", "    directory: ${env:RELAY_QUEUE_DIR}/durable\n    fsync: true\n"}}
 		}
-	case "gateway-wire", "gateway-wire-memory", "gateway-wire-fsync":
+	case "gateway-wire", "gateway-wire-memory", "gateway-wire-fsync", "gateway-wire-gzip1":
 		if text, err = e2e.WireExporterYAML(); err != nil {
 			return nil, err
 		}
@@ -89,6 +90,8 @@ func variantConfig(variant, dir string) ([]string, error) {
 			edits = [][2]string{{"      storage: queue_storage/wire\n", ""}}
 		case "gateway-wire-fsync":
 			edits = [][2]string{{"    directory: ${env:RELAY_QUEUE_DIR}/wire\n", "    directory: ${env:RELAY_QUEUE_DIR}/wire\n    fsync: true\n"}}
+		case "gateway-wire-gzip1":
+			edits = [][2]string{{"    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n", "    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n    compression_params:\n      level: 1\n"}}
 		}
 	case "upstream-file":
 		text, edits = string(up), [][2]string{
