@@ -3,6 +3,10 @@ package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+
+	"go.opentelemetry.io/collector/component"
 )
 
 // Config of the queue_storage extension.
@@ -22,6 +26,12 @@ type Config struct {
 	// MigrateFrom is a file_storage directory. On start, a client whose
 	// file_storage database exists there takes its keys over, then deletes it.
 	MigrateFrom string `mapstructure:"migrate_from"`
+	// MigrateExporterTypes maps an exporter type to the type it replaced in the
+	// configuration: with migrate_from, an exporter of the new type whose own
+	// database is not there takes over the database of the exporter of the old
+	// type with the same name and signal (its queue's backlog). The new exporter
+	// must read the old one's queue items (otlp_http_wire reads otlp_http's).
+	MigrateExporterTypes map[string]string `mapstructure:"migrate_exporter_types"`
 }
 
 const (
@@ -54,6 +64,20 @@ func (c *Config) Validate() error {
 	}
 	if c.MigrateFrom != "" && c.MigrateFrom == c.Directory {
 		errs = append(errs, fmt.Errorf("migrate_from %q: must differ from directory", c.MigrateFrom))
+	}
+	if len(c.MigrateExporterTypes) > 0 && c.MigrateFrom == "" {
+		errs = append(errs, errors.New("migrate_exporter_types: needs migrate_from, the directory to migrate from"))
+	}
+	for _, now := range slices.Sorted(maps.Keys(c.MigrateExporterTypes)) {
+		was := c.MigrateExporterTypes[now]
+		for _, t := range []string{now, was} {
+			if _, err := component.NewType(t); err != nil {
+				errs = append(errs, fmt.Errorf("migrate_exporter_types::%s: %q is not a component type: %w", now, t, err))
+			}
+		}
+		if now == was {
+			errs = append(errs, fmt.Errorf("migrate_exporter_types::%s: maps to itself", now))
+		}
 	}
 	return errors.Join(errs...)
 }

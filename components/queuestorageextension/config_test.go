@@ -17,6 +17,8 @@ func TestLoadConfig(t *testing.T) {
 				MemoryCacheSize: 0,
 				Fsync:           true,
 				MigrateFrom:     "/var/lib/otelcol-relay/queue",
+
+				MigrateExporterTypes: map[string]string{"otlp_http_wire": "otlp_http"},
 			},
 		},
 
@@ -24,6 +26,8 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "small_segments", WantErr: "segment_size 10: must be at least 65536 bytes"},
 		{Name: "negative_memory_cache", WantErr: "memory_cache_size -1: must not be negative"},
 		{Name: "migrate_from_itself", WantErr: `migrate_from "/var/lib/otelcol-relay/queue": must differ from directory`},
+		{Name: "types_without_migrate_from", WantErr: "migrate_exporter_types: needs migrate_from"},
+		{Name: "bad_exporter_type", WantErr: `migrate_exporter_types::otlp_http_wire: "otlp http" is not a component type`},
 		{Name: "misspelt", WantErr: "invalid keys: segment_sise"},
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -47,11 +48,7 @@ func (q *queueStorage) Shutdown(ctx context.Context) error {
 // named as file_storage names its database file, and takes over that file's
 // keys when migrate_from points at a file_storage directory that holds it.
 func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
-	raw := fmt.Sprintf("%s_%s_%s", kindString(kind), id.Type(), id.Name())
-	if name != "" {
-		raw += "_" + name
-	}
-	raw = sanitize(raw)
+	raw := clientName(kind, id.Type().String(), id.Name(), name)
 	s, err := openStore(filepath.Join(q.cfg.Directory, raw), storeOptions{
 		segmentSize: q.cfg.SegmentSize,
 		reserve:     reserve,
@@ -63,7 +60,11 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 		return nil, err
 	}
 	if q.cfg.MigrateFrom != "" {
-		if err := migrateFileStorage(s, filepath.Join(q.cfg.MigrateFrom, raw), q.logger); err != nil {
+		src, err := q.migrationSource(kind, id, name, raw)
+		if err == nil {
+			err = migrateFileStorage(s, src, q.logger)
+		}
+		if err != nil {
 			_ = s.Close(context.Background())
 			return nil, err
 		}
@@ -72,6 +73,36 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 	q.clients[s] = struct{}{}
 	q.mu.Unlock()
 	return &trackedClient{store: s, ext: q}, nil
+}
+
+// migrationSource is the file_storage database a client takes over: the one
+// named like the client, or, for an exporter whose type replaced another
+// (migrate_exporter_types), the old exporter's of the same name and signal.
+// Both existing would leave one backlog behind: that is refused.
+func (q *queueStorage) migrationSource(kind component.Kind, id component.ID, name, raw string) (string, error) {
+	own := filepath.Join(q.cfg.MigrateFrom, raw)
+	was, ok := q.cfg.MigrateExporterTypes[id.Type().String()]
+	if kind != component.KindExporter || !ok {
+		return own, nil
+	}
+	old := filepath.Join(q.cfg.MigrateFrom, clientName(kind, was, id.Name(), name))
+	_, ownErr := os.Stat(own)
+	if _, err := os.Stat(old); err != nil {
+		return own, nil
+	}
+	if ownErr == nil {
+		return "", fmt.Errorf("queue_storage: both %s and %s (migrate_exporter_types %s: %s) hold a queue for %s; migrating one would leave the other's backlog behind: deliver one of them first", own, old, id.Type(), was, id)
+	}
+	return old, nil
+}
+
+// clientName names a client's directory as file_storage names its database.
+func clientName(kind component.Kind, typ, idName, name string) string {
+	raw := fmt.Sprintf("%s_%s_%s", kindString(kind), typ, idName)
+	if name != "" {
+		raw += "_" + name
+	}
+	return sanitize(raw)
 }
 
 // trackedClient forgets its store in the extension when the owner closes it.

@@ -181,3 +181,64 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("migrate_from = directory: %v", err)
 	}
 }
+
+// An exporter whose type replaced another (otlp_http_wire for otlp_http) takes
+// over the old exporter's backlog with migrate_exporter_types; when both
+// databases exist the start is refused rather than leaving one behind.
+func TestMigrateFromAnotherExporterType(t *testing.T) {
+	old, dir := t.TempDir(), t.TempDir()
+	want := fileStorageBacklog(t, old)
+	db := filepath.Join(old, "exporter_otlp_http_default_logs")
+	cfg := createDefaultConfig()
+	cfg.Directory, cfg.MigrateFrom = dir, old
+	cfg.MigrateExporterTypes = map[string]string{"otlp_http_wire": "otlp_http"}
+	wire := component.MustNewIDWithName("otlp_http_wire", "default")
+
+	saved, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "exporter_otlp_http_wire_default_logs"), saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ext := startExt(t, NewFactory(), cfg)
+	_, err = ext.GetClient(ctx, component.KindExporter, wire, "logs")
+	_ = ext.Shutdown(ctx)
+	if err == nil || !strings.Contains(err.Error(), "leave the other's backlog behind") {
+		t.Fatalf("two backlogs for one exporter: %v, want a refusal", err)
+	}
+	if err := os.Remove(filepath.Join(old, "exporter_otlp_http_wire_default_logs")); err != nil {
+		t.Fatal(err)
+	}
+
+	ext = startExt(t, NewFactory(), cfg)
+	c, err := ext.GetClient(ctx, component.KindExporter, wire, "logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectClient(t, c, want, []string{"0", "49"})
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Fatalf("otlp_http's database is still there after otlp_http_wire took it over: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "exporter_otlp_http_wire_default_logs")); err != nil {
+		t.Fatalf("the backlog is not under the new exporter's name: %v", err)
+	}
+	if err := ext.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another signal of the same exporter, with no backlog, and an exporter
+	// type not in the map are left alone.
+	cfg.MigrateExporterTypes = map[string]string{"otlp_grpc_wire": "otlp_grpc"}
+	ext = startExt(t, NewFactory(), cfg)
+	defer ext.Shutdown(ctx)
+	for _, id := range []component.ID{wire, exporterID} {
+		c, err := ext.GetClient(ctx, component.KindExporter, id, "metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := c.Get(ctx, "qmv0"); got != nil {
+			t.Fatalf("%s metrics: a queue appeared from nowhere", id)
+		}
+	}
+}
