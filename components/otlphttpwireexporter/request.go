@@ -156,7 +156,7 @@ func fill(d decoded, from, room int, bySize bool) (int, []byte, error) {
 	est := d.encodedLen()
 	k := left
 	if est > 0 {
-		k = min(left, int(int64(room)*int64(total)/int64(est)))
+		k = max(1, min(left, int(int64(room)*int64(total)/int64(est))))
 	}
 	for k > 0 {
 		b, err := d.encodeRange(from, from+k)
@@ -166,11 +166,14 @@ func fill(d decoded, from, room int, bySize bool) (int, []byte, error) {
 		if len(b) <= room {
 			return from + k, b, nil
 		}
+		if k == 1 {
+			break
+		}
 		nk := int(int64(k) * int64(room) / int64(len(b)))
 		if nk >= k {
 			nk = k - 1
 		}
-		k = nk
+		k = max(1, nk)
 	}
 	return from, nil, nil
 }
