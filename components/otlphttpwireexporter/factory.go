@@ -94,7 +94,9 @@ func createMetrics(ctx context.Context, set exporter.Settings, c component.Confi
 	}
 	e := newWireExporter(cfg, set, metricsSignal, u)
 	return xexporterhelper.NewMetricsRequest(ctx, set,
-		func(_ context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) { return metricsFromPdata(md) },
+		func(_ context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
+			return metricsFromPdata(md)
+		},
 		e.push, options(cfg, e, u)...)
 }
 

@@ -79,9 +79,15 @@ func newBackend(t *testing.T) *backend {
 	b := &backend{}
 	b.srv = httptest.NewTLSServer(http.HandlerFunc(b.serve))
 	t.Cleanup(b.srv.Close)
-	b.caFile = filepath.Join(t.TempDir(), "ca.pem")
-	require.NoError(t, os.WriteFile(b.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.srv.Certificate().Raw}), 0o600))
+	b.caFile = writeCA(t, b.srv)
 	return b
+}
+
+// writeCA writes the TLS test server's certificate as a CA file.
+func writeCA(t testing.TB, srv *httptest.Server) string {
+	f := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	return f
 }
 
 func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
@@ -155,11 +161,13 @@ func wireConfig(b *backend) *Config {
 var storageID = component.MustNewID("queue_storage")
 
 // storageHost offers a real queue_storage on dir.
-type storageHost struct{ exts map[component.ID]component.Component }
+type storageHost struct {
+	exts map[component.ID]component.Component
+}
 
 func (h storageHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
-func startStorage(t *testing.T, dir string) (storageHost, func()) {
+func startStorage(t testing.TB, dir string) (storageHost, func()) {
 	t.Helper()
 	f := queuestorageextension.NewFactory()
 	cfg := f.CreateDefaultConfig().(*queuestorageextension.Config)
