@@ -45,30 +45,46 @@ func (r *wireRequest) BytesSize() int { return r.bytes }
 // cuts the result into requests of at most maxSize. A chunk that straddles a
 // limit is decoded and re-encoded in pieces (record granularity, resource and
 // scope kept) so that every request but the last is full, as upstream's
-// logs/metrics/traces requests are. The inputs are never modified.
+// logs/metrics/traces requests are.
+//
+// Without a split, other's chunks are appended to r in place (the batcher
+// merges many small requests into its current one: copying the chunk list
+// at every merge would be quadratic). A split builds new requests and leaves
+// r and other as they were, so an error never follows a mutation. The bytes
+// of a chunk are never written to.
 func (r *wireRequest) MergeSplit(_ context.Context, maxSize int, szt exporterhelper.RequestSizerType, other xexporterhelper.Request) ([]xexporterhelper.Request, error) {
-	merged := &wireRequest{sig: r.sig}
-	merged.appendFrom(r)
+	var o *wireRequest
 	if other != nil {
-		o, ok := other.(*wireRequest)
-		if !ok || o.sig != r.sig {
+		var ok bool
+		if o, ok = other.(*wireRequest); !ok || o.sig != r.sig {
 			return nil, fmt.Errorf("otlp_http_wire: cannot merge a %T into a %s request", other, r.sig.name)
 		}
-		merged.appendFrom(o)
+	}
+	items, bytes := r.items, r.bytes
+	if o != nil {
+		items, bytes = items+o.items, bytes+o.bytes
 	}
 	var size func(chunk []byte, items int) int
+	fits := true
 	switch szt {
 	case exporterhelper.RequestSizerTypeItems:
 		size = func(_ []byte, items int) int { return items }
+		fits = items <= maxSize
 	case exporterhelper.RequestSizerTypeBytes:
 		size = func(chunk []byte, _ int) int { return len(chunk) }
-	default:
-		// requests: a merged request is one request whatever it holds.
-		maxSize = 0
+		fits = bytes <= maxSize
 	}
-	if maxSize <= 0 || szt == exporterhelper.RequestSizerTypeItems && merged.items <= maxSize ||
-		szt == exporterhelper.RequestSizerTypeBytes && merged.bytes <= maxSize {
-		return []xexporterhelper.Request{merged}, nil
+	// requests: a merged request is one request whatever it holds.
+	if maxSize <= 0 || fits {
+		if o != nil {
+			r.appendFrom(o)
+		}
+		return []xexporterhelper.Request{r}, nil
+	}
+	merged := &wireRequest{sig: r.sig}
+	merged.appendFrom(r)
+	if o != nil {
+		merged.appendFrom(o)
 	}
 	return merged.split(maxSize, szt == exporterhelper.RequestSizerTypeBytes, size)
 }
