@@ -1,6 +1,7 @@
 package otlphttpwireexporter
 
 import (
+	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -44,10 +45,11 @@ func fluentBitLogs(n int) plog.Logs {
 
 // BenchmarkConsumeAndSend compares otlp_http_wire with otlp_http on the same
 // records, the same TLS server and the same queue settings (batches of 2000
-// records, without compression so that the exporters' own work shows),
-// with an in-memory queue and with a persistent one on queue_storage. It
+// records), without compression (so that the exporters' own work shows) and
+// with gzip (the default), with an in-memory queue and with a persistent one
+// on queue_storage. It
 // reports wall ns/record and process CPU ns/record (which includes the
-// server's TLS and body reading, the same for both).
+// server's TLS, body reading and gunzip, the same for both).
 func BenchmarkConsumeAndSend(b *testing.B) {
 	const perRequest = 100
 	ld := fluentBitLogs(perRequest)
@@ -55,66 +57,77 @@ func BenchmarkConsumeAndSend(b *testing.B) {
 
 	var received atomic.Int64
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := io.Copy(io.Discard, r.Body)
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			body = zr
+		}
+		n, _ := io.Copy(io.Discard, body)
 		received.Add(n)
 	}))
 	defer srv.Close()
 	caFile := writeCA(b, srv)
 
 	for _, queue := range []string{"memory", "queue_storage"} {
-		for _, kind := range []string{"otlp_http", "otlp_http_wire"} {
-			b.Run(queue+"/"+kind, func(b *testing.B) {
-				q := exporterhelper.NewDefaultQueueConfig()
-				q.BlockOnOverflow = true
-				batch := exporterhelper.NewDefaultBatchConfig()
-				batch.MinSize, batch.MaxSize = 2000, 2000
-				q.Batch = configoptional.Some(batch)
-				var host component.Host = storageHost{}
-				if queue == "queue_storage" {
-					q.StorageID = &storageID
-					host, _ = startStorage(b, b.TempDir())
-				}
-				client := confighttp.NewDefaultClientConfig()
-				client.Endpoint = srv.URL
-				client.TLS.CAFile = caFile
-				client.Compression = configcompression.Type("none")
-				var f exporter.Factory
-				var cfg component.Config
-				if kind == "otlp_http" {
-					f = otlphttpexporter.NewFactory()
-					c := f.CreateDefaultConfig().(*otlphttpexporter.Config)
-					c.ClientConfig, c.QueueConfig = client, configoptional.Some(q)
-					cfg = c
-				} else {
-					f = NewFactory()
-					c := f.CreateDefaultConfig().(*Config)
-					c.ClientConfig, c.QueueConfig = client, configoptional.Some(q)
-					cfg = c
-				}
-				exp := startLogs(b, f, "bench", cfg, host, nil)
-				want := received.Load() + int64(b.N)*int64(len(reqBytes))
-				cpu0 := cpuTime()
-				b.ResetTimer()
-				start := time.Now()
-				for range b.N {
-					req := plog.NewLogs()
-					ld.CopyTo(req)
-					if err := exp.ConsumeLogs(context.Background(), req); err != nil {
+		for _, compression := range []string{"none", "gzip"} {
+			for _, kind := range []string{"otlp_http", "otlp_http_wire"} {
+				b.Run(queue+"/"+compression+"/"+kind, func(b *testing.B) {
+					q := exporterhelper.NewDefaultQueueConfig()
+					q.BlockOnOverflow = true
+					batch := exporterhelper.NewDefaultBatchConfig()
+					batch.MinSize, batch.MaxSize = 2000, 2000
+					q.Batch = configoptional.Some(batch)
+					var host component.Host = storageHost{}
+					if queue == "queue_storage" {
+						q.StorageID = &storageID
+						host, _ = startStorage(b, b.TempDir())
+					}
+					client := confighttp.NewDefaultClientConfig()
+					client.Endpoint = srv.URL
+					client.TLS.CAFile = caFile
+					client.Compression = configcompression.Type(compression)
+					var f exporter.Factory
+					var cfg component.Config
+					if kind == "otlp_http" {
+						f = otlphttpexporter.NewFactory()
+						c := f.CreateDefaultConfig().(*otlphttpexporter.Config)
+						c.ClientConfig, c.QueueConfig = client, configoptional.Some(q)
+						cfg = c
+					} else {
+						f = NewFactory()
+						c := f.CreateDefaultConfig().(*Config)
+						c.ClientConfig, c.QueueConfig = client, configoptional.Some(q)
+						cfg = c
+					}
+					exp := startLogs(b, f, "bench", cfg, host, nil)
+					want := received.Load() + int64(b.N)*int64(len(reqBytes))
+					cpu0 := cpuTime()
+					b.ResetTimer()
+					start := time.Now()
+					for range b.N {
+						req := plog.NewLogs()
+						ld.CopyTo(req)
+						if err := exp.ConsumeLogs(context.Background(), req); err != nil {
+							b.Fatal(err)
+						}
+					}
+					for received.Load() < want {
+						time.Sleep(time.Millisecond)
+					}
+					elapsed := time.Since(start)
+					b.StopTimer()
+					records := float64(b.N * perRequest)
+					b.ReportMetric(float64(elapsed.Nanoseconds())/records, "ns/record")
+					b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/records, "cpu-ns/record")
+					if err := exp.Shutdown(context.Background()); err != nil {
 						b.Fatal(err)
 					}
-				}
-				for received.Load() < want {
-					time.Sleep(time.Millisecond)
-				}
-				elapsed := time.Since(start)
-				b.StopTimer()
-				records := float64(b.N * perRequest)
-				b.ReportMetric(float64(elapsed.Nanoseconds())/records, "ns/record")
-				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/records, "cpu-ns/record")
-				if err := exp.Shutdown(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-			})
+				})
+			}
 		}
 	}
 }
