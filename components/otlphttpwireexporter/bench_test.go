@@ -107,9 +107,9 @@ func BenchmarkConsumeAndSend(b *testing.B) {
 					exp := startLogs(b, f, "bench", cfg, host, nil)
 					want := received.Load() + int64(b.N)*int64(len(reqBytes))
 					// Process CPU: collect the previous variant's garbage before
-				// and this one's before reading, so each pays for its own GC.
-				runtime.GC()
-				cpu0 := cpuTime()
+					// and this one's before reading, so each pays for its own GC.
+					runtime.GC()
+					cpu0 := cpuTime()
 					b.ResetTimer()
 					start := time.Now()
 					for range b.N {
