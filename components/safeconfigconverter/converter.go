@@ -53,6 +53,8 @@ const certwatchType = "certwatch"
 var backendTypes = map[string]string{
 	"otlp_grpc": "grpc", "otlp": "grpc",
 	"otlp_http": "http", "otlphttp": "http",
+	// otlp_http_wire: otlp_http's confighttp client and configuration.
+	"otlp_http_wire": "http",
 }
 
 // httpEndpointKeys are the endpoint fields of an otlp_http exporter.

@@ -163,18 +163,23 @@ func TestRules(t *testing.T) {
 		{"certwatch ignores cipher_suites", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}]\n    tls:\n      cipher_suites: [TLS_AES_128_GCM_SHA256]",
 			`exporters::otlp_http/default: tls::cipher_suites is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if !strings.Contains(base, tc.old) {
-				t.Fatalf("base has no %q", tc.old)
-			}
-			_, err := resolve(t, strings.Replace(base, tc.old, tc.new, 1))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
-			}
-			if strings.Contains(err.Error(), "pw@") {
-				t.Fatalf("error echoes endpoint credentials: %v", err)
-			}
-		})
+		// otlp_http_wire takes otlp_http's configuration, so every rule holds for it too.
+		for _, typ := range []string{"otlp_http", "otlp_http_wire"} {
+			r := strings.NewReplacer("otlp_http/", typ+"/")
+			base, old, repl, want := r.Replace(base), r.Replace(tc.old), r.Replace(tc.new), r.Replace(tc.want)
+			t.Run(typ+"/"+tc.name, func(t *testing.T) {
+				if !strings.Contains(base, old) {
+					t.Fatalf("base has no %q", old)
+				}
+				_, err := resolve(t, strings.Replace(base, old, repl, 1))
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("got %v\nwant an error containing %q", err, want)
+				}
+				if strings.Contains(err.Error(), "pw@") {
+					t.Fatalf("error echoes endpoint credentials: %v", err)
+				}
+			})
+		}
 	}
 }
 

@@ -62,3 +62,17 @@ service:
 	assert.Contains(t, errs[0].Error(), "processors::durable_queue/default: max_bytes 536870912 bytes x 1 signals (traces)")
 	assert.NotContains(t, errs[0].Error(), "durable_queue/unused")
 }
+
+// otlp_http_wire has otlp_http's sending queue (on by default): the same rule.
+func TestDurableQueueBeforeOTLPHTTPWire(t *testing.T) {
+	cfg := parse(t, `
+exporters:
+  otlp_http_wire/a: {endpoint: https://a.example}
+service:
+  pipelines:
+    logs: {processors: [durable_queue/a], exporters: [otlp_http_wire/a]}
+`)
+	errs := checkDurableQueues(asMap(cfg["exporters"]), asMap(asMap(cfg["service"])["pipelines"]))
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), "exporters::otlp_http_wire/a: sending_queue::enabled must be false behind processor durable_queue/a")
+}

@@ -9,13 +9,14 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 )
 
+// otlp_http_wire/b: the rule is not about the type, any persistent queue counts.
 const queueConfig = `
 extensions:
   file_storage: {directory: /pvc/queue}
 exporters:
   otlp_http/a:
     sending_queue: {storage: file_storage, sizer: bytes, queue_size: 268435456}
-  otlp_http/b:
+  otlp_http_wire/b:
     sending_queue: {storage: file_storage, sizer: bytes, queue_size: 268435456}
   otlp_http/items:
     sending_queue: {storage: file_storage, queue_size: 1000000}
@@ -23,7 +24,7 @@ exporters:
     sending_queue: {sizer: bytes, queue_size: 99999999999}
 service:
   pipelines:
-    logs: {exporters: [otlp_http/a, otlp_http/b, otlp_http/items, otlp_http/memory]}
+    logs: {exporters: [otlp_http/a, otlp_http_wire/b, otlp_http/items, otlp_http/memory]}
     metrics: {exporters: [otlp_http/a]}
     metrics/federation: {exporters: [otlp_http/a]}
 `
@@ -61,7 +62,7 @@ func TestQueueVolumes(t *testing.T) {
 		"persistent queues on /pvc/queue need up to 1536 MiB of disk",
 		"the volume at /pvc holds 1024 MiB",
 		"exporters::otlp_http/a: sending_queue::queue_size 268435456 bytes x 2 signals (logs, metrics)",
-		"exporters::otlp_http/b: sending_queue::queue_size 268435456 bytes x 1 signals (logs)",
+		"exporters::otlp_http_wire/b: sending_queue::queue_size 268435456 bytes x 1 signals (logs)",
 	} {
 		if !strings.Contains(errs[0].Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, errs[0])
@@ -80,7 +81,7 @@ func TestQueueVolumesUnknownSizeIsNotAnError(t *testing.T) {
 }
 
 func TestQueueSizeFromEnvString(t *testing.T) {
-	cfg := parse(t, strings.Replace(queueConfig, "queue_size: 268435456}\n  otlp_http/b", "queue_size: \"1073741824\"}\n  otlp_http/b", 1))
+	cfg := parse(t, strings.Replace(queueConfig, "queue_size: 268435456}\n  otlp_http_wire/b", "queue_size: \"1073741824\"}\n  otlp_http_wire/b", 1))
 	if errs := checkQueueVolumes(cfg, fixedSize(4)); len(errs) != 1 {
 		t.Fatalf("1 GiB x 2 signals + 256 MiB, twice over, on 4 GiB: want an error, got %v", errs)
 	}

@@ -1,0 +1,92 @@
+package otlphttpwireexporter
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
+)
+
+const (
+	durRequests = 20
+	durRecords  = 50
+)
+
+func persistentQueue() configoptional.Optional[exporterhelper.QueueBatchConfig] {
+	q := exporterhelper.NewDefaultQueueConfig()
+	q.StorageID = &storageID
+	q.NumConsumers = 2
+	return configoptional.Some(q)
+}
+
+// fillBacklog consumes durRequests requests into exporter f's persistent
+// queue on dir while the backend answers 503, then shuts everything down.
+func fillBacklog(t *testing.T, b *backend, dir string, f exporter.Factory, cfg component.Config) {
+	b.setRespond(func(int) (int, http.Header, []byte) { return http.StatusServiceUnavailable, nil, nil })
+	host, stopStorage := startStorage(t, dir)
+	exp := startLogs(t, f, "x", cfg, host, nil)
+	for i := range durRequests {
+		require.NoError(t, exp.ConsumeLogs(context.Background(), makeLogs(i*durRecords, durRecords)))
+	}
+	// the consumers are retrying: the backend was reached and refused
+	require.Eventually(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.reqs >= 2 }, 30e9, 10e6)
+	require.NoError(t, exp.Shutdown(context.Background()))
+	stopStorage()
+	assert.Empty(t, b.delivered())
+}
+
+// drain starts otlp_http_wire/x on dir with the backend up and checks that
+// every record arrives exactly once.
+func drain(t *testing.T, b *backend, dir string) {
+	b.setRespond(nil)
+	cfg := wireConfig(b)
+	cfg.QueueConfig = persistentQueue()
+	host, _ := startStorage(t, dir)
+	exp := startLogs(t, NewFactory(), "x", cfg, host, nil)
+	got := b.waitRecords(t, durRequests*durRecords)
+	require.NoError(t, exp.Shutdown(context.Background()))
+	seen := map[int64]int{}
+	for _, s := range got {
+		seen[s]++
+	}
+	for i := range int64(durRequests * durRecords) {
+		assert.Equal(t, 1, seen[i], "record %d", i)
+	}
+	assert.Len(t, got, durRequests*durRecords, "no duplicates, nothing extra")
+}
+
+func TestPersistentQueueSurvivesRestart(t *testing.T) {
+	b := newBackend(t)
+	dir := t.TempDir()
+	cfg := wireConfig(b)
+	cfg.QueueConfig = persistentQueue()
+	fillBacklog(t, b, dir, NewFactory(), cfg)
+	require.DirExists(t, filepath.Join(dir, "exporter_otlp_http_wire_x_logs"))
+	drain(t, b, dir)
+}
+
+// An upgrade from otlp_http/x to otlp_http_wire/x: renaming the client's
+// queue directory is all it takes for the new exporter to deliver the backlog.
+func TestDeliversBacklogOfOTLPHTTP(t *testing.T) {
+	b := newBackend(t)
+	dir := t.TempDir()
+	f := otlphttpexporter.NewFactory()
+	cfg := f.CreateDefaultConfig().(*otlphttpexporter.Config)
+	cfg.ClientConfig.Endpoint = b.srv.URL
+	cfg.ClientConfig.TLS.CAFile = b.caFile
+	cfg.QueueConfig = persistentQueue()
+	fillBacklog(t, b, dir, f, cfg)
+	old := filepath.Join(dir, "exporter_otlp_http_x_logs")
+	require.DirExists(t, old)
+	require.NoError(t, os.Rename(old, filepath.Join(dir, "exporter_otlp_http_wire_x_logs")))
+	drain(t, b, dir)
+}

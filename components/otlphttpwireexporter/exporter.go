@@ -1,0 +1,232 @@
+package otlphttpwireexporter // import "github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
+)
+
+const (
+	headerRetryAfter         = "Retry-After"
+	maxHTTPResponseReadBytes = 64 * 1024
+	protobufContentType      = "application/x-protobuf"
+	jsonContentType          = "application/json"
+)
+
+// wireExporter sends wireRequests; one per signal instance.
+type wireExporter struct {
+	cfg       *Config
+	sig       *signal
+	url       string
+	client    *http.Client
+	logger    *zap.Logger
+	settings  component.TelemetrySettings
+	userAgent string
+}
+
+func newWireExporter(cfg *Config, set exporter.Settings, sig *signal, u *url.URL) *wireExporter {
+	return &wireExporter{
+		cfg:       cfg,
+		sig:       sig,
+		url:       u.String(),
+		logger:    set.Logger,
+		settings:  set.TelemetrySettings,
+		userAgent: fmt.Sprintf("%s/%s (%s/%s)", set.BuildInfo.Description, set.BuildInfo.Version, runtime.GOOS, runtime.GOARCH),
+	}
+}
+
+// start builds the client with the host's extensions (auth, middlewares such
+// as certwatch), as otlp_http does.
+func (e *wireExporter) start(ctx context.Context, host component.Host) error {
+	client, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.settings)
+	if err != nil {
+		return err
+	}
+	e.client = client
+	return nil
+}
+
+// push POSTs the request's chunks, concatenated on the wire, not in memory.
+func (e *wireExporter) push(ctx context.Context, req xexporterhelper.Request) error {
+	r, ok := req.(*wireRequest)
+	if !ok {
+		return consumererror.NewPermanent(fmt.Errorf("otlp_http_wire: cannot send a %T", req))
+	}
+	body := func() io.ReadCloser {
+		bufs := make(net.Buffers, len(r.chunks))
+		copy(bufs, r.chunks) // net.Buffers.Read consumes its slice
+		return io.NopCloser(&bufs)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, http.NoBody)
+	if err != nil {
+		return consumererror.NewPermanent(err)
+	}
+	if r.bytes > 0 {
+		hreq.Body = body()
+		hreq.GetBody = func() (io.ReadCloser, error) { return body(), nil }
+	}
+	hreq.ContentLength = int64(r.bytes)
+	hreq.Header.Set("Content-Type", protobufContentType)
+	hreq.Header.Set("User-Agent", e.userAgent)
+
+	resp, err := e.client.Do(hreq)
+	if err != nil {
+		if urlErr, ok := errors.AsType[*url.Error](err); ok {
+			urlErr.URL = hreq.URL.Redacted()
+		}
+		return fmt.Errorf("failed to make an HTTP request: %w", err)
+	}
+	defer func() {
+		_, _ = io.CopyN(io.Discard, resp.Body, maxHTTPResponseReadBytes)
+		_ = resp.Body.Close()
+	}()
+	return e.handleResponse(hreq, resp)
+}
+
+// handleResponse is otlp_http's status handling: 2xx with an optional partial
+// success, 429/502/503/504 retryable (Retry-After honoured for 429/503),
+// everything else permanent.
+func (e *wireExporter) handleResponse(hreq *http.Request, resp *http.Response) error {
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		body, err := readResponseBody(resp)
+		if err != nil {
+			return consumererror.NewPermanent(err)
+		}
+		if body == nil {
+			return nil
+		}
+		var rejected int64
+		var msg string
+		switch resp.Header.Get("Content-Type") {
+		case protobufContentType:
+			rejected, msg, err = e.sig.partialSuccess(body, false)
+		case jsonContentType:
+			rejected, msg, err = e.sig.partialSuccess(body, true)
+		default:
+			return nil
+		}
+		if err != nil {
+			return consumererror.NewPermanent(fmt.Errorf("error parsing response: %w", err))
+		}
+		if msg != "" || rejected != 0 {
+			e.logger.Warn("Partial success response", zap.String("message", msg), zap.Int64("dropped_"+e.sig.unitKey(), rejected))
+		}
+		return nil
+	}
+
+	destURL := hreq.URL.Redacted()
+	if resp.Request != nil && resp.Request.URL != nil {
+		destURL = resp.Request.URL.Redacted()
+	}
+	errString := fmt.Sprintf("error exporting items, request to %s responded with HTTP Status Code %d", destURL, resp.StatusCode)
+	if st := readResponseStatus(resp); st != nil {
+		errString = fmt.Sprintf("error exporting items, request to %s responded with HTTP Status Code %d, Message=%s, Details=%v",
+			destURL, resp.StatusCode, st.Message, st.Details)
+	}
+	formatted := grpcstatus.New(httpToCode(resp.StatusCode), errString).Err()
+
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		values := resp.Header.Values(headerRetryAfter)
+		if len(values) == 0 {
+			return formatted
+		}
+		if seconds, err := strconv.Atoi(values[0]); err == nil {
+			return exporterhelper.NewThrottleRetry(formatted, time.Duration(seconds)*time.Second)
+		}
+		if date, err := time.Parse(time.RFC1123, values[0]); err == nil {
+			return exporterhelper.NewThrottleRetry(formatted, time.Until(date))
+		}
+		return formatted
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return formatted
+	default:
+		return consumererror.NewPermanent(formatted)
+	}
+}
+
+func (s *signal) unitKey() string {
+	switch s {
+	case logsSignal:
+		return "log_records"
+	case metricsSignal:
+		return "data_points"
+	default:
+		return "spans"
+	}
+}
+
+// httpToCode is the collector's statusutil mapping (an internal package).
+func httpToCode(code int) codes.Code {
+	switch code {
+	case http.StatusBadRequest:
+		return codes.InvalidArgument
+	case http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case http.StatusForbidden:
+		return codes.PermissionDenied
+	case http.StatusNotFound:
+		return codes.Unimplemented
+	case http.StatusTooManyRequests:
+		return codes.ResourceExhausted
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return codes.Unavailable
+	default:
+		return codes.Unknown
+	}
+}
+
+func readResponseBody(resp *http.Response) ([]byte, error) {
+	if resp.ContentLength == 0 {
+		return nil, nil
+	}
+	maxRead := resp.ContentLength
+	if maxRead == -1 || maxRead > maxHTTPResponseReadBytes {
+		maxRead = maxHTTPResponseReadBytes
+	}
+	b := make([]byte, maxRead)
+	n, err := io.ReadFull(resp.Body, b)
+	if n == 0 && (err == nil || errors.Is(err, io.EOF)) {
+		return nil, nil
+	}
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, err
+	}
+	return b[:n], nil
+}
+
+// readResponseStatus decodes the google.rpc.Status an OTLP server returns
+// with a 4xx/5xx; nil if there is none.
+func readResponseStatus(resp *http.Response) *status.Status {
+	if resp.StatusCode < 400 || resp.StatusCode > 599 {
+		return nil
+	}
+	b, err := readResponseBody(resp)
+	if err != nil {
+		return nil
+	}
+	st := &status.Status{}
+	if err := proto.Unmarshal(b, st); err != nil {
+		return nil
+	}
+	return st
+}

@@ -1,0 +1,113 @@
+package otlphttpwireexporter // import "github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter"
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configcompression"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter/internal/metadata"
+)
+
+// NewFactory returns the otlp_http_wire exporter factory.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		exporter.WithLogs(createLogs, metadata.LogsStability),
+		exporter.WithMetrics(createMetrics, metadata.MetricsStability),
+		exporter.WithTraces(createTraces, metadata.TracesStability),
+	)
+}
+
+// createDefaultConfig is otlp_http's default configuration.
+func createDefaultConfig() component.Config {
+	clientConfig := confighttp.NewDefaultClientConfig()
+	clientConfig.Timeout = 30 * time.Second
+	clientConfig.Compression = configcompression.TypeGzip
+	clientConfig.WriteBufferSize = 512 * 1024
+	return &Config{
+		ClientConfig: clientConfig,
+		QueueConfig:  configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		RetryConfig:  configretry.NewDefaultBackOffConfig(),
+		Encoding:     "proto",
+	}
+}
+
+func options(cfg *Config, e *wireExporter, u *url.URL) []exporterhelper.Option {
+	return []exporterhelper.Option{
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		// the http.Client timeout applies, as in otlp_http
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
+		exporterhelper.WithRetry(cfg.RetryConfig),
+		// ReferenceCounter stays nil: a wireRequest holds no pooled pdata
+		// (the queue checks for nil before using it).
+		xexporterhelper.WithQueueBatch(cfg.QueueConfig, xexporterhelper.QueueBatchSettings{Encoding: queueEncoding{sig: e.sig}}),
+		exporterhelper.WithAttrs(endpointAttributes(u)...),
+	}
+}
+
+func endpointAttributes(u *url.URL) []attribute.KeyValue {
+	out := []attribute.KeyValue{attribute.String("server.address", u.Hostname())}
+	if u.Path != "" {
+		out = append(out, attribute.String("url.path", u.Path))
+	}
+	if port, err := strconv.Atoi(u.Port()); err == nil {
+		out = append(out, attribute.Int("server.port", port))
+	}
+	return out
+}
+
+func createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
+	cfg := c.(*Config)
+	u, err := cfg.signalURL(cfg.LogsEndpoint, "logs")
+	if err != nil {
+		return nil, err
+	}
+	e := newWireExporter(cfg, set, logsSignal, u)
+	return xexporterhelper.NewLogsRequest(ctx, set,
+		func(_ context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsFromPdata(ld) },
+		e.push, options(cfg, e, u)...)
+}
+
+func createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
+	cfg := c.(*Config)
+	u, err := cfg.signalURL(cfg.MetricsEndpoint, "metrics")
+	if err != nil {
+		return nil, err
+	}
+	e := newWireExporter(cfg, set, metricsSignal, u)
+	return xexporterhelper.NewMetricsRequest(ctx, set,
+		func(_ context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
+			return metricsFromPdata(md)
+		},
+		e.push, options(cfg, e, u)...)
+}
+
+func createTraces(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Traces, error) {
+	cfg := c.(*Config)
+	u, err := cfg.signalURL(cfg.TracesEndpoint, "traces")
+	if err != nil {
+		return nil, err
+	}
+	e := newWireExporter(cfg, set, tracesSignal, u)
+	return xexporterhelper.NewTracesRequest(ctx, set,
+		func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) { return tracesFromPdata(td) },
+		e.push, options(cfg, e, u)...)
+}

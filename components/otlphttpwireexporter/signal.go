@@ -1,0 +1,169 @@
+package otlphttpwireexporter // import "github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter"
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
+)
+
+// signal holds what differs between logs, metrics and traces.
+type signal struct {
+	name string // URL path element and log/error wording
+	unit string // what an item is, for messages
+	// decode parses one chunk for splitting.
+	decode func([]byte) (decoded, error)
+	// fromUpstream decodes a queue item written by upstream's otlp_http
+	// (pdata/xpdata/request format, or plain proto) and re-encodes it.
+	fromUpstream func([]byte) (context.Context, *wireRequest, error)
+	// partialSuccess returns the rejected count and message of an
+	// Export<Signal>ServiceResponse.
+	partialSuccess func(body []byte, json bool) (int64, string, error)
+}
+
+// decoded is a chunk parsed with pdata.
+type decoded interface {
+	items() int
+	encodedLen() int
+	// encodeRange encodes items [from, to) with their resource and scope.
+	encodeRange(from, to int) ([]byte, error)
+}
+
+var logsSignal, metricsSignal, tracesSignal *signal
+
+func init() {
+	logsSignal = &signal{
+		name: "logs", unit: "log records",
+		decode: func(b []byte) (decoded, error) {
+			req := plogotlp.NewExportRequest()
+			if err := req.UnmarshalProto(b); err != nil {
+				return nil, err
+			}
+			return logsDecoded{ld: req.Logs(), n: len(b)}, nil
+		},
+		fromUpstream: func(b []byte) (context.Context, *wireRequest, error) {
+			ctx, ld, err := pdatareq.UnmarshalLogs(b)
+			if errors.Is(err, pdatareq.ErrInvalidFormat) {
+				ld, err = (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b)
+			}
+			if err != nil {
+				return ctx, nil, err
+			}
+			r, err := logsFromPdata(ld)
+			return ctx, r, err
+		},
+		partialSuccess: func(body []byte, json bool) (int64, string, error) {
+			resp := plogotlp.NewExportResponse()
+			if err := unmarshalResponse(resp, body, json); err != nil {
+				return 0, "", err
+			}
+			return resp.PartialSuccess().RejectedLogRecords(), resp.PartialSuccess().ErrorMessage(), nil
+		},
+	}
+	metricsSignal = &signal{
+		name: "metrics", unit: "data points",
+		decode: func(b []byte) (decoded, error) {
+			req := pmetricotlp.NewExportRequest()
+			if err := req.UnmarshalProto(b); err != nil {
+				return nil, err
+			}
+			return metricsDecoded{md: req.Metrics(), n: len(b)}, nil
+		},
+		fromUpstream: func(b []byte) (context.Context, *wireRequest, error) {
+			ctx, md, err := pdatareq.UnmarshalMetrics(b)
+			if errors.Is(err, pdatareq.ErrInvalidFormat) {
+				md, err = (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b)
+			}
+			if err != nil {
+				return ctx, nil, err
+			}
+			r, err := metricsFromPdata(md)
+			return ctx, r, err
+		},
+		partialSuccess: func(body []byte, json bool) (int64, string, error) {
+			resp := pmetricotlp.NewExportResponse()
+			if err := unmarshalResponse(resp, body, json); err != nil {
+				return 0, "", err
+			}
+			return resp.PartialSuccess().RejectedDataPoints(), resp.PartialSuccess().ErrorMessage(), nil
+		},
+	}
+	tracesSignal = &signal{
+		name: "traces", unit: "spans",
+		decode: func(b []byte) (decoded, error) {
+			req := ptraceotlp.NewExportRequest()
+			if err := req.UnmarshalProto(b); err != nil {
+				return nil, err
+			}
+			return tracesDecoded{td: req.Traces(), n: len(b)}, nil
+		},
+		fromUpstream: func(b []byte) (context.Context, *wireRequest, error) {
+			ctx, td, err := pdatareq.UnmarshalTraces(b)
+			if errors.Is(err, pdatareq.ErrInvalidFormat) {
+				td, err = (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
+			}
+			if err != nil {
+				return ctx, nil, err
+			}
+			r, err := tracesFromPdata(td)
+			return ctx, r, err
+		},
+		partialSuccess: func(body []byte, json bool) (int64, string, error) {
+			resp := ptraceotlp.NewExportResponse()
+			if err := unmarshalResponse(resp, body, json); err != nil {
+				return 0, "", err
+			}
+			return resp.PartialSuccess().RejectedSpans(), resp.PartialSuccess().ErrorMessage(), nil
+		},
+	}
+}
+
+type responseUnmarshaler interface {
+	UnmarshalProto([]byte) error
+	UnmarshalJSON([]byte) error
+}
+
+func unmarshalResponse(r responseUnmarshaler, body []byte, json bool) error {
+	if json {
+		return r.UnmarshalJSON(body)
+	}
+	return r.UnmarshalProto(body)
+}
+
+// The converters: the one encoding of a request's life.
+
+func logsFromPdata(ld plog.Logs) (*wireRequest, error) {
+	b, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+	if err != nil {
+		return nil, err
+	}
+	r := newWireRequest(logsSignal)
+	r.add(b, ld.LogRecordCount())
+	return r, nil
+}
+
+func metricsFromPdata(md pmetric.Metrics) (*wireRequest, error) {
+	b, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
+	if err != nil {
+		return nil, err
+	}
+	r := newWireRequest(metricsSignal)
+	r.add(b, md.DataPointCount())
+	return r, nil
+}
+
+func tracesFromPdata(td ptrace.Traces) (*wireRequest, error) {
+	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		return nil, err
+	}
+	r := newWireRequest(tracesSignal)
+	r.add(b, td.SpanCount())
+	return r, nil
+}
