@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -52,8 +53,11 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 		raw += "_" + name
 	}
 	raw = sanitize(raw)
+	if err := os.MkdirAll(q.cfg.Directory, 0o750); err != nil {
+		return nil, fmt.Errorf("queue_storage: creating %s: %w", q.cfg.Directory, err)
+	}
 	s, err := openStore(filepath.Join(q.cfg.Directory, raw), storeOptions{
-		segmentSize: q.cfg.SegmentSize,
+		segmentSize: SegmentSize(q.cfg.SegmentSize, volumeBytes(q.cfg.Directory)),
 		reserve:     reserve,
 		fsync:       q.cfg.Fsync,
 		cache:       q.cache,
