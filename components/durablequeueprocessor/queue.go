@@ -182,6 +182,9 @@ func (q *queue[T]) consume(ctx context.Context, data T) error {
 		return errStopped
 	}
 	if q.bytes+size > q.cfg.MaxBytes {
+		// Said in the log as the exporter's queue says it ("sending queue is
+		// full"): the sender only sees a 503.
+		q.logger.Warn("Refusing data: the queue holds max_bytes", zap.Int("records", items), zap.Int64("queued_bytes", q.bytes), zap.Int64("max_bytes", q.cfg.MaxBytes), zap.Error(ErrFull))
 		return ErrFull
 	}
 	seq := q.nextSeq
@@ -191,7 +194,9 @@ func (q *queue[T]) consume(ctx context.Context, data T) error {
 		storage.SetOperation(itemKey(seq), v),
 		storage.SetOperation(sizeKey(seq), encodeSize(items, size)),
 		storage.SetOperation(nextKey, counter(seq+1))); err != nil {
-		return fmt.Errorf("durable_queue: storing the request: %w", err)
+		err = fmt.Errorf("durable_queue: storing the request: %w", err)
+		q.logger.Warn("Refusing data: it could not be stored", zap.Int("records", items), zap.Error(err))
+		return err
 	}
 	q.nextSeq++
 	e := &entry[T]{seq: seq, bytes: size, items: items, added: time.Now()}

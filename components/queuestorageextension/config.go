@@ -14,8 +14,9 @@ type Config struct {
 	// Directory holds one subdirectory of segments per client (exporter and
 	// signal). Created if missing.
 	Directory string `mapstructure:"directory"`
-	// SegmentSize is the size each segment file is allocated with. A segment is
-	// deleted once no key in it is alive.
+	// SegmentSize is the size each segment file is allocated with; 0 sizes it
+	// from the volume (SegmentSize). A segment is deleted once no key in it is
+	// alive.
 	SegmentSize int64 `mapstructure:"segment_size"`
 	// MemoryCacheSize bounds the values kept in memory (all clients together),
 	// so that the queue reads a fresh item back without a read from disk.
@@ -35,6 +36,8 @@ type Config struct {
 }
 
 const (
+	// defaultSegmentSize is the largest segment the extension picks itself,
+	// on volumes of 512 MiB and more.
 	defaultSegmentSize = 8 << 20
 	minSegmentSize     = 64 << 10
 	// reserve is kept free at the end of each segment for updates and deletes
@@ -45,7 +48,6 @@ const (
 func createDefaultConfig() *Config {
 	return &Config{
 		Directory:       "/var/lib/otelcol-relay/queue",
-		SegmentSize:     defaultSegmentSize,
 		MemoryCacheSize: 32 << 20,
 	}
 }
@@ -56,8 +58,8 @@ func (c *Config) Validate() error {
 	if c.Directory == "" {
 		errs = append(errs, errors.New("directory: must be set"))
 	}
-	if c.SegmentSize < minSegmentSize {
-		errs = append(errs, fmt.Errorf("segment_size %d: must be at least %d bytes", c.SegmentSize, minSegmentSize))
+	if c.SegmentSize != 0 && c.SegmentSize < minSegmentSize {
+		errs = append(errs, fmt.Errorf("segment_size %d: must be 0 (sized from the volume) or at least %d bytes", c.SegmentSize, minSegmentSize))
 	}
 	if c.MemoryCacheSize < 0 {
 		errs = append(errs, fmt.Errorf("memory_cache_size %d: must not be negative", c.MemoryCacheSize))

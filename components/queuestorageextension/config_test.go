@@ -8,7 +8,7 @@ import (
 
 func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), []configtest.Case{
-		{Name: "", Expected: &Config{Directory: "/var/lib/otelcol-relay/queue", SegmentSize: 8 << 20, MemoryCacheSize: 32 << 20}},
+		{Name: "", Expected: &Config{Directory: "/var/lib/otelcol-relay/queue", MemoryCacheSize: 32 << 20}},
 		{
 			Name: "custom",
 			Expected: &Config{
@@ -23,7 +23,7 @@ func TestLoadConfig(t *testing.T) {
 		},
 
 		{Name: "no_directory", WantErr: "directory: must be set"},
-		{Name: "small_segments", WantErr: "segment_size 10: must be at least 65536 bytes"},
+		{Name: "small_segments", WantErr: "segment_size 10: must be 0 (sized from the volume) or at least 65536 bytes"},
 		{Name: "negative_memory_cache", WantErr: "memory_cache_size -1: must not be negative"},
 		{Name: "migrate_from_itself", WantErr: `migrate_from "/var/lib/otelcol-relay/queue": must differ from directory`},
 		{Name: "types_without_migrate_from", WantErr: "migrate_exporter_types: needs migrate_from"},

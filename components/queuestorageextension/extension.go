@@ -49,8 +49,11 @@ func (q *queueStorage) Shutdown(ctx context.Context) error {
 // keys when migrate_from points at a file_storage directory that holds it.
 func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
 	raw := clientName(kind, id.Type().String(), id.Name(), name)
+	if err := os.MkdirAll(q.cfg.Directory, 0o750); err != nil {
+		return nil, fmt.Errorf("queue_storage: creating %s: %w", q.cfg.Directory, err)
+	}
 	s, err := openStore(filepath.Join(q.cfg.Directory, raw), storeOptions{
-		segmentSize: q.cfg.SegmentSize,
+		segmentSize: SegmentSize(q.cfg.SegmentSize, volumeBytes(q.cfg.Directory)),
 		reserve:     reserve,
 		fsync:       q.cfg.Fsync,
 		cache:       q.cache,

@@ -170,7 +170,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	c := &Config{Directory: "", SegmentSize: 10, MemoryCacheSize: -1, MigrateFrom: ""}
 	err := c.Validate()
-	for _, want := range []string{"directory: must be set", "segment_size 10: must be at least 65536 bytes", "memory_cache_size -1: must not be negative"} {
+	for _, want := range []string{"directory: must be set", "segment_size 10: must be 0 (sized from the volume) or at least 65536 bytes", "memory_cache_size -1: must not be negative"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to say %q", err, want)
 		}

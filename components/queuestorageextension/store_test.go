@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -262,11 +261,7 @@ func TestDiskBoundedUnderChurn(t *testing.T) {
 // deletes (the queue's metadata and finished items) still go through, nothing
 // acknowledged is lost, and room comes back as items are deleted.
 func TestVolumeFull(t *testing.T) {
-	vol := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", vol).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", vol).Run() })
+	vol := tmpfs(t, "1m")
 	o, _ := testOptions(t, 64<<10)
 	s := openTest(t, vol, o)
 	acked := 0

@@ -30,7 +30,9 @@ type fsSizer func(dir string) (size uint64, measured string, ok bool)
 
 // queue_storage (components/queuestorageextension) keeps its segments within
 // twice the live data plus two segments, and allocates a third when it rolls:
-// twice the bound, plus three segments per signal.
+// twice the bound, plus three segments per signal, of the size the extension
+// picks on that volume (queuestorageextension.SegmentSize: 1/64 of the volume,
+// at most 8 MiB, unless segment_size is set).
 const queueStorageSegments = 3
 
 // persistentQueue is one exporter's sending queue, or one durable_queue
@@ -39,7 +41,10 @@ type persistentQueue struct {
 	owner   string // the component and the field that bounds it
 	bytes   uint64
 	signals []string
-	segment uint64 // queue_storage's segment_size; 0 for file_storage
+	// queue_storage's segment_size as configured (0: sized from the volume);
+	// unused for file_storage.
+	segment      uint64
+	queueStorage bool
 }
 
 // checkQueueVolumes refuses persistent sending queues whose byte bounds, all of
@@ -57,8 +62,9 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 	queueStorage := queuestorageextension.NewFactory().CreateDefaultConfig().(*queuestorageextension.Config)
 
 	// volume is where a storage extension keeps its files, and queue_storage's
-	// segment size (0 for file_storage).
-	volume := func(storage string) (string, uint64, bool) {
+	// configured segment size, whether it is queue_storage, and whether it is a
+	// storage extension this check knows.
+	volume := func(storage string) (string, uint64, bool, bool) {
 		t, _ := splitID(storage)
 		ext := asMap(extensions[storage])
 		dir, _ := ext["directory"].(string)
@@ -71,14 +77,14 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 			if dir == "" {
 				dir = queueStorage.Directory
 			}
-			return filepath.Clean(dir), segment, true
+			return filepath.Clean(dir), segment, true, true
 		case "file_storage":
 			if dir == "" {
 				dir = fileStorage.Directory
 			}
-			return filepath.Clean(dir), 0, true
+			return filepath.Clean(dir), 0, false, true
 		}
-		return "", 0, false
+		return "", 0, false, false
 	}
 
 	byDir := map[string][]persistentQueue{}
@@ -93,8 +99,8 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 		if !ok {
 			continue
 		}
-		if dir, segment, ok := volume(storage); ok {
-			byDir[dir] = append(byDir[dir], persistentQueue{"exporters::" + id + ": sending_queue::queue_size", n, signals[id], segment})
+		if dir, segment, qs, ok := volume(storage); ok {
+			byDir[dir] = append(byDir[dir], persistentQueue{"exporters::" + id + ": sending_queue::queue_size", n, signals[id], segment, qs})
 		}
 	}
 	// durable_queue processors hold up to max_bytes each, per signal.
@@ -111,8 +117,8 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 		if v, ok := toUint(p["max_bytes"]); ok {
 			n = v
 		}
-		if dir, segment, ok := volume(storage); ok {
-			byDir[dir] = append(byDir[dir], persistentQueue{"processors::" + id + ": max_bytes", n, procSignals[id], segment})
+		if dir, segment, qs, ok := volume(storage); ok {
+			byDir[dir] = append(byDir[dir], persistentQueue{"processors::" + id + ": max_bytes", n, procSignals[id], segment, qs})
 		}
 	}
 
@@ -125,7 +131,12 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 		var need uint64
 		var parts []string
 		for _, q := range byDir[dir] {
-			need += (q.bytes*diskPerQueuedByte + q.segment*queueStorageSegments) * uint64(len(q.signals))
+			var segments uint64
+			if q.queueStorage {
+				// The segment size the extension will pick on this volume.
+				segments = uint64(queuestorageextension.SegmentSize(int64(q.segment), total)) * queueStorageSegments
+			}
+			need += (q.bytes*diskPerQueuedByte + segments) * uint64(len(q.signals))
 			parts = append(parts, fmt.Sprintf("%s %d bytes x %d signals (%s)", q.owner, q.bytes, len(q.signals), strings.Join(q.signals, ", ")))
 		}
 		if need > total {

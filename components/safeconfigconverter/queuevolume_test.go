@@ -1,6 +1,7 @@
 package safeconfigconverter
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,40 @@ service:
 	errs := checkQueueVolumes(cfg, fixedSize(2))
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "persistent queues on /pvc/queue need up to 2560 MiB of disk") {
 		t.Fatalf("2.5 GiB on 2 GiB: want one error naming 2560 MiB, got %v", errs)
+	}
+}
+
+// Left to queue_storage, segments are sized from the volume as the extension
+// sizes them (1/64 of it, at most 8 MiB): a small volume holds bounds of
+// nearly its own size instead of being taken by 8 MiB segments.
+func TestQueueVolumesQueueStorageSegmentsFromVolume(t *testing.T) {
+	const durable = `
+extensions:
+  queue_storage: {directory: /vol/queue}
+processors:
+  durable_queue/default: {storage: queue_storage, max_bytes: %d}
+exporters:
+  otlp_http/a:
+    sending_queue: {enabled: false}
+service:
+  pipelines:
+    logs: {processors: [durable_queue/default], exporters: [otlp_http/a]}
+    metrics: {processors: [durable_queue/default], exporters: [otlp_http/a]}
+    traces: {processors: [durable_queue/default], exporters: [otlp_http/a]}
+`
+	mib8 := func(string) (uint64, string, bool) { return 8 << 20, "/vol", true }
+	// (1 MiB x 2 + 128 KiB x 3) x 3 signals = 7.125 MiB on 8 MiB.
+	if errs := checkQueueVolumes(parse(t, fmt.Sprintf(durable, 1<<20)), mib8); len(errs) != 0 {
+		t.Fatalf("1 MiB bounds on an 8 MiB volume: %v", errs)
+	}
+	// (1.25 MiB x 2 + 128 KiB x 3) x 3 signals = 8.625 MiB.
+	errs := checkQueueVolumes(parse(t, fmt.Sprintf(durable, 5<<18)), mib8)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "persistent queues on /vol/queue need up to 9 MiB of disk") {
+		t.Fatalf("1.25 MiB bounds on an 8 MiB volume: want one error naming 9 MiB, got %v", errs)
+	}
+	// On a large volume the segments are 8 MiB: (256 MiB x 2 + 8 MiB x 3) x 3 = 1608 MiB.
+	errs = checkQueueVolumes(parse(t, fmt.Sprintf(durable, 256<<20)), fixedSize(1))
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "need up to 1608 MiB of disk") {
+		t.Fatalf("256 MiB bounds on 1 GiB: want one error naming 1608 MiB, got %v", errs)
 	}
 }
