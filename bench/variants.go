@@ -13,21 +13,23 @@ import (
 // gateway and upstream are the shipped files with a few lines replaced, so
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
-	"floor":                 "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
-	"gateway":               "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, groupbyattrs, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
-	"gateway-memory":        "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
-	"gateway-file":          "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
-	"gateway-queue":         "the same gateway on `queue_storage` (components/queuestorageextension), fsync off",
-	"gateway-queue-fsync":   "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
-	"gateway-durable":       "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending each pipeline (`e2e.DurableQueueConfig`): persisted once, forwarded from memory",
-	"gateway-durable-gc":    "gateway-durable with `gomemlimit: {gc_percent: 300}`: a higher GC target, the memory limit as the backstop",
-	"gateway-durable-fsync": "gateway-durable with `fsync: true` on its queue_storage (survives a node crash)",
-	"upstream":              "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
-	"gateway-wire":          "the same gateway with its exporter replaced by `otlp_http_wire` (components/otlphttpwireexporter) on `queue_storage` (`e2e.WireExporterConfig`): each request encoded once at intake, queued, batched and sent as its OTLP bytes, never decoded again",
-	"gateway-wire-memory":   "gateway-wire with an in-memory sending queue (no `storage:`): the price of durability for otlp_http_wire",
-	"gateway-wire-fsync":    "gateway-wire with `fsync: true` on its queue_storage (survives a node crash)",
-	"gateway-wire-gzip1":    "gateway-wire with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
-	"upstream-file":         "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
+	"floor":                  "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
+	"gateway":                "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, groupbyattrs, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway-memory":         "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
+	"gateway-file":           "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
+	"gateway-file-nocompact": "gateway-file with file_storage's compaction off (`on_start` and `on_rebound` false, upstream's default): no rebound check every 5 s, no copy of the database when a backlog drains",
+	"gateway-file-eager":     "gateway-file with online compaction as soon as a backlog drains (`rebound_needed_threshold_mib: 16`, `rebound_trigger_threshold_mib: 4`, `check_interval: 1s`; defaults 100, 10, 5s): a small bbolt file and freelist at the price of more copies",
+	"gateway-queue":          "the same gateway on `queue_storage` (components/queuestorageextension), fsync off",
+	"gateway-queue-fsync":    "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
+	"gateway-durable":        "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending each pipeline (`e2e.DurableQueueConfig`): persisted once, forwarded from memory",
+	"gateway-durable-gc":     "gateway-durable with `gomemlimit: {gc_percent: 300}`: a higher GC target, the memory limit as the backstop",
+	"gateway-durable-fsync":  "gateway-durable with `fsync: true` on its queue_storage (survives a node crash)",
+	"upstream":               "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
+	"upstream-file":          "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
+	"gateway-wire":           "the same gateway with its exporter replaced by `otlp_http_wire` (components/otlphttpwireexporter) on `queue_storage` (`e2e.WireExporterConfig`): each request encoded once at intake, queued, batched and sent as its OTLP bytes, never decoded again",
+	"gateway-wire-memory":    "gateway-wire with an in-memory sending queue (no `storage:`): the price of durability for otlp_http_wire",
+	"gateway-wire-fsync":     "gateway-wire with `fsync: true` on its queue_storage (survives a node crash)",
+	"gateway-wire-gzip1":     "gateway-wire with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
 }
 
 // variantConfig writes the config of variant into dir and returns the
@@ -56,10 +58,19 @@ func variantConfig(variant, dir string) ([]string, error) {
 		return []string{"--config", filepath.Join(root, "bench", "upstream-defaults.yaml"), "--config", tls}, nil
 	case "gateway-memory":
 		text, edits = string(gw), [][2]string{{storageLine, ""}}
-	case "gateway-file", "gateway-queue", "gateway-queue-fsync":
+	case "gateway-file", "gateway-file-nocompact", "gateway-file-eager", "gateway-queue", "gateway-queue-fsync":
 		name := "file_storage"
-		ext := "  file_storage/bench:\n    directory: ${env:RELAY_QUEUE_DIR}\n    create_directory: true\n    timeout: 2s\n    compaction:\n      directory: ${env:RELAY_QUEUE_DIR}\n      on_start: true\n      on_rebound: true\n"
-		if variant != "gateway-file" {
+		ext := "  file_storage/bench:\n    directory: ${env:RELAY_QUEUE_DIR}\n    create_directory: true\n    timeout: 2s\n"
+		switch variant {
+		case "gateway-file":
+			ext += "    compaction:\n      directory: ${env:RELAY_QUEUE_DIR}\n      on_start: true\n      on_rebound: true\n"
+		case "gateway-file-nocompact":
+			ext += "    compaction:\n      on_start: false\n      on_rebound: false\n"
+		case "gateway-file-eager":
+			ext += "    compaction:\n      directory: ${env:RELAY_QUEUE_DIR}\n      on_start: true\n      on_rebound: true\n" +
+				"      rebound_needed_threshold_mib: 16\n      rebound_trigger_threshold_mib: 4\n      check_interval: 1s\n"
+		}
+		if !strings.HasPrefix(variant, "gateway-file") {
 			name = "queue_storage"
 			ext = "  queue_storage/bench:\n    directory: ${env:RELAY_QUEUE_DIR}\n"
 			if variant == "gateway-queue-fsync" {
