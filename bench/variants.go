@@ -13,23 +13,22 @@ import (
 // gateway and upstream are the shipped files with a few lines replaced, so
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
-	"floor":                  "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
-	"gateway":                "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, groupbyattrs, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
-	"gateway-memory":         "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
-	"gateway-file":           "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
-	"gateway-file-nocompact": "gateway-file with file_storage's compaction off (`on_start` and `on_rebound` false, upstream's default): no rebound check every 5 s, no copy of the database when a backlog drains",
-	"gateway-file-eager":     "gateway-file with online compaction as soon as a backlog drains (`rebound_needed_threshold_mib: 16`, `rebound_trigger_threshold_mib: 4`, `check_interval: 1s`; defaults 100, 10, 5s): a small bbolt file and freelist at the price of more copies",
-	"gateway-queue":          "the same gateway on `queue_storage` (components/queuestorageextension), fsync off",
-	"gateway-queue-fsync":    "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
-	"gateway-durable":        "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending each pipeline (`e2e.DurableQueueConfig`): persisted once, forwarded from memory",
-	"gateway-durable-gc":     "gateway-durable with `gomemlimit: {gc_percent: 300}`: a higher GC target, the memory limit as the backstop",
-	"gateway-durable-fsync":  "gateway-durable with `fsync: true` on its queue_storage (survives a node crash)",
-	"upstream":               "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
-	"upstream-file":          "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
-	"gateway-wire":           "the same gateway with its exporter replaced by `otlp_http_wire` (components/otlphttpwireexporter) on `queue_storage` (`e2e.WireExporterConfig`): each request encoded once at intake, queued, batched and sent as its OTLP bytes, never decoded again",
-	"gateway-wire-memory":    "gateway-wire with an in-memory sending queue (no `storage:`): the price of durability for otlp_http_wire",
-	"gateway-wire-fsync":     "gateway-wire with `fsync: true` on its queue_storage (survives a node crash)",
-	"gateway-wire-gzip1":     "gateway-wire with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
+	"floor":                   "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
+	"gateway":                 "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, groupbyattrs, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway-memory":          "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
+	"gateway-file":            "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
+	"gateway-file-nocompact":  "gateway-file with file_storage's compaction off (`on_start` and `on_rebound` false, upstream's default): no rebound check every 5 s, no copy of the database when a backlog drains",
+	"gateway-file-eager":      "gateway-file with online compaction as soon as a backlog drains (`rebound_needed_threshold_mib: 16`, `rebound_trigger_threshold_mib: 4`, `check_interval: 1s`; defaults 100, 10, 5s): a small bbolt file and freelist at the price of more copies",
+	"gateway-queue":           "the same gateway on a `queue_storage` of its own (components/queuestorageextension), fsync off",
+	"gateway-queue-fsync":     "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
+	"gateway-durable":         "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending each pipeline (`e2e.DurableQueueConfig`): persisted once, forwarded from memory",
+	"gateway-durable-gc":      "gateway-durable with `gomemlimit: {gc_percent: 300}`: a higher GC target, the memory limit as the backstop",
+	"gateway-durable-fsync":   "gateway-durable with `fsync: true` on its queue_storage (survives a node crash)",
+	"upstream":                "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
+	"upstream-file":           "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
+	"gateway-otlphttp":        "the same gateway with upstream's `otlp_http` exporter instead of `otlp_http_wire`, on the same queue_storage: the queue encodes, decodes on read back and the exporter encodes again (shipped until session 4, on file_storage)",
+	"gateway-otlphttp-memory": "gateway-otlphttp with an in-memory sending queue: the in-memory gateway that issue 15's ratios were first measured against",
+	"gateway-gzip1":           "the shipped gateway with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
 }
 
 // variantConfig writes the config of variant into dir and returns the
@@ -92,18 +91,13 @@ func variantConfig(variant, dir string) ([]string, error) {
 		case "gateway-durable-fsync":
 			edits = [][2]string{{"    directory: ${env:RELAY_QUEUE_DIR}/durable\n", "    directory: ${env:RELAY_QUEUE_DIR}/durable\n    fsync: true\n"}}
 		}
-	case "gateway-wire", "gateway-wire-memory", "gateway-wire-fsync", "gateway-wire-gzip1":
-		if text, err = e2e.WireExporterYAML(); err != nil {
-			return nil, err
+	case "gateway-otlphttp", "gateway-otlphttp-memory":
+		text, edits = strings.ReplaceAll(string(gw), "otlp_http_wire/default", "otlp_http/default"), nil
+		if variant == "gateway-otlphttp-memory" {
+			edits = [][2]string{{storageLine, ""}}
 		}
-		switch variant {
-		case "gateway-wire-memory":
-			edits = [][2]string{{"      storage: queue_storage/wire\n", ""}}
-		case "gateway-wire-fsync":
-			edits = [][2]string{{"    directory: ${env:RELAY_QUEUE_DIR}/wire\n", "    directory: ${env:RELAY_QUEUE_DIR}/wire\n    fsync: true\n"}}
-		case "gateway-wire-gzip1":
-			edits = [][2]string{{"    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n", "    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n    compression_params:\n      level: 1\n"}}
-		}
+	case "gateway-gzip1":
+		text, edits = string(gw), [][2]string{{"    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n", "    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n    compression_params:\n      level: 1\n"}}
 	case "upstream-file":
 		text, edits = string(up), [][2]string{
 			{"\nextensions:\n", "\nextensions:\n  file_storage:\n    directory: ${env:RELAY_QUEUE_DIR}\n    create_directory: true\n"},

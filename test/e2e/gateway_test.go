@@ -147,7 +147,7 @@ func TestGatewayFluentBitLogsToTwoTLSBackends(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("print-config exited %d:\n%s", code, rendered)
 	}
-	for _, want := range []string{"otlp_http/default", "otlp_grpc/second", "certwatch/second"} {
+	for _, want := range []string{"otlp_http_wire/default", "otlp_grpc/second", "certwatch/second"} {
 		if !strings.Contains(rendered, want) {
 			t.Fatalf("print-config output lacks %q:\n%s", want, rendered)
 		}
@@ -282,32 +282,32 @@ func TestGatewayConfigSafetyRules(t *testing.T) {
 			name: "client certificate and CA on an http:// endpoint",
 			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
 			env:  []string{"OTEL_EXPORTER_DEFAULT_ENDPOINT=http://" + def.sink.HTTPAddr},
-			want: `exporters::otlp_http/default: middlewares[0]::id "certwatch/default" supplies TLS certificates but the connection is plaintext`,
+			want: `exporters::otlp_http_wire/default: middlewares[0]::id "certwatch/default" supplies TLS certificates but the connection is plaintext`,
 		},
 		{
 			name: "tls ca_file on an http:// endpoint",
 			args: func(t *testing.T) []string {
 				return append(twoBackendArgs()[:2], "--config", writeFile(t, "tls.yaml", `
 exporters:
-  otlp_http/default:
+  otlp_http_wire/default:
     endpoint: http://127.0.0.1:4318
     middlewares: []
     tls:
       ca_file: /certs/default/ca.crt
 `))
 			},
-			want: `exporters::otlp_http/default: tls::ca_file is set but the connection is plaintext (endpoint "http://127.0.0.1:4318"), so it would be silently ignored`,
+			want: `exporters::otlp_http_wire/default: tls::ca_file is set but the connection is plaintext (endpoint "http://127.0.0.1:4318"), so it would be silently ignored`,
 		},
 		{
 			name: "plaintext endpoint without the named opt-in",
 			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
 			env:  []string{"OTEL_EXPORTER_DEFAULT_ENDPOINT=http://" + def.sink.HTTPAddr},
-			want: "exporters::otlp_http/default: plaintext connection (endpoint \"http://" + def.sink.HTTPAddr + "\"): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter otlp_http/plaintext-<name>",
+			want: "exporters::otlp_http_wire/default: plaintext connection (endpoint \"http://" + def.sink.HTTPAddr + "\"): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter otlp_http/plaintext-<name>",
 		},
 		{
 			name: "two backends share a header variable",
 			args: secondWith("${env:OTEL_EXPORTER_SECOND_X_API_KEY}", "${env:OTEL_EXPORTER_DEFAULT_AUTHORIZATION}"),
-			want: "environment variable OTEL_EXPORTER_DEFAULT_AUTHORIZATION is read by more than one backend (exporters::otlp_grpc/second: headers::X-API-Key; exporters::otlp_http/default: headers::Authorization)",
+			want: "environment variable OTEL_EXPORTER_DEFAULT_AUTHORIZATION is read by more than one backend (exporters::otlp_grpc/second: headers::X-API-Key; exporters::otlp_http_wire/default: headers::Authorization)",
 		},
 		{
 			name: "exporter names a missing certwatch",
@@ -346,13 +346,13 @@ service:
 		},
 		{
 			name: "password in an endpoint's userinfo",
-			args: gatewayWith("userinfo.yaml", "exporters:\n  otlp_http/default:\n    endpoint: https://relay:"+literal+"@127.0.0.1:4318\n"),
-			want: "exporters::otlp_http/default::endpoint has a password in its userinfo, which Go sends as Basic auth: the password is a credential written as a literal value (value not shown)",
+			args: gatewayWith("userinfo.yaml", "exporters:\n  otlp_http_wire/default:\n    endpoint: https://relay:"+literal+"@127.0.0.1:4318\n"),
+			want: "exporters::otlp_http_wire/default::endpoint has a password in its userinfo, which Go sends as Basic auth: the password is a credential written as a literal value (value not shown)",
 		},
 		{
 			name: "credential query parameter in an endpoint",
-			args: gatewayWith("query.yaml", "exporters:\n  otlp_http/default:\n    logs_endpoint: https://127.0.0.1:4318/v1/logs?api_key="+literal+"\n"),
-			want: "exporters::otlp_http/default::logs_endpoint has a credential in its query parameter api_key: the value is a credential written as a literal value (value not shown)",
+			args: gatewayWith("query.yaml", "exporters:\n  otlp_http_wire/default:\n    logs_endpoint: https://127.0.0.1:4318/v1/logs?api_key="+literal+"\n"),
+			want: "exporters::otlp_http_wire/default::logs_endpoint has a credential in its query parameter api_key: the value is a credential written as a literal value (value not shown)",
 		},
 		{
 			name: "literal credentials in scrape params and http_headers lists",
@@ -378,13 +378,13 @@ receivers:
 		},
 		{
 			name: "insecure_skip_verify without the named opt-in",
-			args: gatewayWith("skipverify.yaml", "exporters:\n  otlp_http/default:\n    middlewares: []\n    tls:\n      ca_file: "+def.caFile+"\n      insecure_skip_verify: true\n"),
-			want: "exporters::otlp_http/default: tls::insecure_skip_verify is true, so the backend's certificate is not verified",
+			args: gatewayWith("skipverify.yaml", "exporters:\n  otlp_http_wire/default:\n    middlewares: []\n    tls:\n      ca_file: "+def.caFile+"\n      insecure_skip_verify: true\n"),
+			want: "exporters::otlp_http_wire/default: tls::insecure_skip_verify is true, so the backend's certificate is not verified",
 		},
 		{
 			name: "tls field that certwatch ignores",
-			args: gatewayWith("minversion.yaml", "exporters:\n  otlp_http/default:\n    tls:\n      min_version: \"1.3\"\n"),
-			want: "exporters::otlp_http/default: tls::min_version is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it: remove tls::min_version (set min_version on certwatch/default instead)",
+			args: gatewayWith("minversion.yaml", "exporters:\n  otlp_http_wire/default:\n    tls:\n      min_version: \"1.3\"\n"),
+			want: "exporters::otlp_http_wire/default: tls::min_version is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it: remove tls::min_version (set min_version on certwatch/default instead)",
 		},
 		{
 			// 2 MiB per signal x 3 signals, twice over, is 12 MiB: inside the
