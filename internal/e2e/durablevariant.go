@@ -9,8 +9,8 @@ import (
 
 // QueueVariantEnv chooses, for every test that starts config/gateway.yaml
 // through NewGateway, the queue the relay runs with: unset runs the shipped
-// file as it is; "durable" runs DurableQueueConfig and "wire" WireExporterConfig,
-// so the whole reliability suite proves their zero loss with the same scenarios.
+// file as it is; "durable" runs DurableQueueConfig, so the whole reliability
+// suite proves durable_queue's zero loss with the same scenarios.
 const QueueVariantEnv = "RELAY_TEST_QUEUE"
 
 // DurableQueueConfig writes DurableQueueYAML into dir and returns the file.

@@ -175,14 +175,8 @@ current-context: none
 			t.Fatal(err)
 		}
 		g.Args[1] = p
-	case "wire":
-		p, err := WireExporterConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.Args[1] = p
 	default:
-		t.Fatalf("%s=%q: want empty, durable or wire", QueueVariantEnv, v)
+		t.Fatalf("%s=%q: want empty or durable", QueueVariantEnv, v)
 	}
 	return g
 }
