@@ -70,9 +70,9 @@ test-deps:
 test: build test-deps
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./components/... ./internal/... ./bench/...
 	OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/...
-	# durable_queue (not the shipped default yet) through the same durability scenarios.
+	# durable_queue (measured, not shipped: components/durablequeueprocessor) through the same durability scenarios.
 	RELAY_TEST_QUEUE=durable OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/reliability \
-		-run 'TestBackendOutage|TestKill9UnderLoad|TestSIGTERMUnderLoadThenRestart|TestFluentBitChunkIsAcceptedOrRefusedWhole'
+		-run 'TestBackendOutage|TestKill9UnderLoad|TestSIGTERMUnderLoadThenRestart|TestFluentBitChunkIsAcceptedOrRefusedWhole|TestQueueVolumeFull'
 
 ## unit: the fast tests only (no binary, no peers).
 unit:
