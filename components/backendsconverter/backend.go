@@ -16,7 +16,7 @@ import (
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // protocols maps a backend's protocol to the exporter type that speaks it.
-var protocols = map[string]string{"grpc": "otlp_grpc", "http": "otlp_http"}
+var protocols = map[string]string{"grpc": "otlp_grpc", "http": "otlp_http_wire"}
 
 // fileKeys are the tls:: fields that name files; any of them makes the backend's
 // TLS identity a certwatch instance, so the files rotate without a restart.

@@ -2,7 +2,7 @@
 // adding a backend one declarative step. It expands a top-level `backends:` list,
 // in the shape of the Tigera operator's LogCollector exporters (name, endpoint,
 // protocol, headers from Secrets, optional CA and client certificate), into what
-// the collector runs: an otlp_grpc/<name> or otlp_http/<name> exporter, a
+// the collector runs: an otlp_grpc/<name> or otlp_http_wire/<name> exporter, a
 // certwatch/<name> instance when the backend has certificate files, and the
 // exporter in every pipeline.
 //

@@ -15,12 +15,12 @@ import (
 
 const base = `
 exporters:
-  otlp_http/default: {endpoint: "https://default:4318"}
+  otlp_http_wire/default: {endpoint: "https://default:4318"}
 service:
   extensions: [health_check]
   pipelines:
-    logs: {receivers: [otlp], exporters: [otlp_http/default]}
-    metrics: {receivers: [otlp], exporters: [otlp_http/default]}
+    logs: {receivers: [otlp], exporters: [otlp_http_wire/default]}
+    metrics: {receivers: [otlp], exporters: [otlp_http_wire/default]}
 `
 
 var env = map[string]string{
@@ -91,7 +91,7 @@ backends:
 	if get(cfg, "extensions", "certwatch/corp", "cert_file") != "/certs/exporter-certs/corp.crt" {
 		t.Errorf("certwatch/corp = %v", get(cfg, "extensions", "certwatch/corp"))
 	}
-	dd := get(cfg, "exporters", "otlp_http/datadog").(map[string]any)
+	dd := get(cfg, "exporters", "otlp_http_wire/datadog").(map[string]any)
 	if _, ok := dd["middlewares"]; ok {
 		t.Errorf("header-only backend got a middleware: %v", dd)
 	}
@@ -110,16 +110,16 @@ backends:
 	}
 	logs := get(cfg, "service", "pipelines", "logs", "exporters").([]any)
 	metrics := get(cfg, "service", "pipelines", "metrics", "exporters").([]any)
-	if s := strings.Trim(strings.Join(strs(logs), ","), ","); s != "otlp_http/default,otlp_grpc/corp,otlp_http/datadog,otlp_grpc/plaintext-mesh" {
+	if s := strings.Trim(strings.Join(strs(logs), ","), ","); s != "otlp_http_wire/default,otlp_grpc/corp,otlp_http_wire/datadog,otlp_grpc/plaintext-mesh" {
 		t.Errorf("logs exporters = %s", s)
 	}
-	if s := strings.Join(strs(metrics), ","); s != "otlp_http/default,otlp_grpc/corp,otlp_http/datadog" {
+	if s := strings.Join(strs(metrics), ","); s != "otlp_http_wire/default,otlp_grpc/corp,otlp_http_wire/datadog" {
 		t.Errorf("metrics exporters = %s", s)
 	}
 	if s := strings.Join(strs(get(cfg, "service", "extensions").([]any)), ","); s != "health_check,certwatch/corp" {
 		t.Errorf("service::extensions = %s", s)
 	}
-	if got := get(cfg, safeconfig.HeaderEnvKey, "otlp_http/datadog", "DD-API-KEY"); got != "OTEL_EXPORTER_DATADOG_DD_API_KEY" {
+	if got := get(cfg, safeconfig.HeaderEnvKey, "otlp_http_wire/datadog", "DD-API-KEY"); got != "OTEL_EXPORTER_DATADOG_DD_API_KEY" {
 		t.Errorf("header env record = %v", got)
 	}
 	// The safety rules see the result as they would a hand-written backend.
@@ -146,7 +146,7 @@ func TestExpandErrors(t *testing.T) {
 		"bad protocol":     {`backends: [{name: corp, endpoint: "https://c", protocol: thrift}]`, "protocol thrift must be grpc or http"},
 		"unknown field":    {`backends: [{name: corp, endpoint: "https://c", ca: x}]`, `unknown field "ca"`},
 		"duplicate name":   {`backends: [{name: corp, endpoint: "https://c"}, {name: corp, endpoint: "https://d"}]`, `backends[1] (corp): name "corp" is already used by backends[0]`},
-		"taken exporter":   {`backends: [{name: default, endpoint: "https://c", protocol: http}]`, "exporters::otlp_http/default is already configured"},
+		"taken exporter":   {`backends: [{name: default, endpoint: "https://c", protocol: http}]`, "exporters::otlp_http_wire/default is already configured"},
 		"unknown pipeline": {`backends: [{name: corp, endpoint: "https://c", pipelines: [traces]}]`, `pipelines: "traces" is not in service::pipelines (logs, metrics)`},
 		"headers in defaults": {"backend_defaults: {headers: {X-A: b}}\nbackends: [{name: corp, endpoint: \"https://c\"}]",
 			"backend_defaults: headers cannot be set here"},
@@ -185,7 +185,7 @@ func TestConvert(t *testing.T) {
 	if got := conf.Get("service::pipelines::logs::exporters"); len(got.([]any)) != 2 {
 		t.Errorf("logs exporters = %v", got)
 	}
-	if got := conf.Get("exporters::otlp_http/datadog::endpoint"); got != "https://dd:4318" {
+	if got := conf.Get("exporters::otlp_http_wire/datadog::endpoint"); got != "https://dd:4318" {
 		t.Errorf("endpoint = %v", got)
 	}
 	none := confmap.NewFromStringMap(parse(t, base))

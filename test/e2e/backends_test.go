@@ -76,7 +76,7 @@ func TestGatewayBackendsList(t *testing.T) {
 	bad := e2e.WriteConfig(t, listBackends(corp, datadog.HTTPAddr, mesh.HTTPAddr, "mesh"))
 	badEnv := append(env, "OTEL_EXPORTER_MESH_X_SCOPE_ORGID="+meshTenant)
 	if out, code := e2e.Run(t, 2*time.Minute, badEnv, "validate", "--config", gatewayConfig("gateway.yaml"), "--config", plain, "--config", bad); code == 0 ||
-		!strings.Contains(out, "exporters::otlp_http/mesh: plaintext connection") {
+		!strings.Contains(out, "exporters::otlp_http_wire/mesh: plaintext connection") {
 		t.Fatalf("validate with a plaintext backend not named plaintext-*: exit %d, want a refusal naming it:\n%s", code, out)
 	}
 
@@ -138,7 +138,7 @@ func TestGatewayBackendsList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("print-config exited %d:\n%s", code, rendered)
 	}
-	for _, s := range []string{"otlp_grpc/corp", "certwatch/corp", "otlp_http/datadog", "otlp_http/plaintext-mesh"} {
+	for _, s := range []string{"otlp_grpc/corp", "certwatch/corp", "otlp_http_wire/datadog", "otlp_http_wire/plaintext-mesh"} {
 		if !strings.Contains(rendered, s) {
 			t.Fatalf("print-config lacks %q:\n%s", s, rendered)
 		}
