@@ -302,7 +302,7 @@ exporters:
 			name: "plaintext endpoint without the named opt-in",
 			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
 			env:  []string{"OTEL_EXPORTER_DEFAULT_ENDPOINT=http://" + def.sink.HTTPAddr},
-			want: "exporters::otlp_http_wire/default: plaintext connection (endpoint \"http://" + def.sink.HTTPAddr + "\"): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter otlp_http/plaintext-<name>",
+			want: "exporters::otlp_http_wire/default: plaintext connection (endpoint \"http://" + def.sink.HTTPAddr + "\"): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter otlp_http_wire/plaintext-<name>",
 		},
 		{
 			name: "two backends share a header variable",
@@ -387,15 +387,16 @@ receivers:
 			want: "exporters::otlp_http_wire/default: tls::min_version is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it: remove tls::min_version (set min_version on certwatch/default instead)",
 		},
 		{
-			// 2 MiB per signal x 3 signals, twice over, is 12 MiB: inside the
-			// volume's ~13.7 MiB of blocks, outside the ~9.4 MiB left after
-			// root's 25% reserve.
+			// 2 MiB per signal x 3 signals, twice over, is 12 MiB, plus three
+			// queue_storage segments per signal (128 KiB on this volume): 13 MiB,
+			// inside the volume's ~13.7 MiB of blocks, outside the ~9.4 MiB left
+			// after root's 25% reserve.
 			name: "queue bounds that fit only with root's reserved blocks",
 			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
 			setup: func(t *testing.T) []string {
 				return []string{"RELAY_QUEUE_DIR=" + testvolume.Ext4(t, 16, 25) + "/queue", "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=2097152"}
 			},
-			want: "/queue need up to 12 MiB of disk (twice their bounds: ",
+			want: "/queue/qs need up to 13 MiB of disk (twice their bounds: ",
 			more: []string{"holds 9 MiB"},
 		},
 	} {
