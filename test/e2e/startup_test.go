@@ -2,8 +2,8 @@ package e2e_test
 
 // The measurement the gateway's startupProbe is sized from: how long
 // config/gateway.yaml takes to become healthy on a ~1 GiB persistent queue
-// (file_storage compacts on start, copying the whole bbolt file before the
-// exporters start, and the health endpoint answers only after that).
+// (queue_storage reads its segments to rebuild its index before the exporters
+// start; file_storage, shipped before, copied its whole bbolt file).
 
 import (
 	"context"
