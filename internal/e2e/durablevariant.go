@@ -1,12 +1,5 @@
 package e2e
 
-import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-)
-
 // QueueVariantEnv chooses, for every test that starts config/gateway.yaml
 // through NewGateway, the queue the relay runs with: unset runs the shipped
 // file as it is; "durable" runs DurableQueueConfig, so the whole reliability
@@ -15,12 +8,7 @@ const QueueVariantEnv = "RELAY_TEST_QUEUE"
 
 // DurableQueueConfig writes DurableQueueYAML into dir and returns the file.
 func DurableQueueConfig(dir string) (string, error) {
-	text, err := DurableQueueYAML()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(dir, "gateway-durable.yaml")
-	return p, os.WriteFile(p, []byte(text), 0o644)
+	return writeGatewayVariant(dir, "gateway-durable.yaml", DurableQueueYAML)
 }
 
 // DurableQueueYAML is config/gateway.yaml with its exporter's persistent
@@ -28,31 +16,17 @@ func DurableQueueConfig(dir string) (string, error) {
 // (components/durablequeueprocessor) at the end of every pipeline. The bench's
 // gateway-durable variants start from it too.
 func DurableQueueYAML() (string, error) {
-	gw, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "gateway.yaml"))
+	text, err := shippedGateway()
 	if err != nil {
 		return "", err
 	}
-	text := string(gw)
-	storage := "      storage: file_storage\n"
-	if strings.Contains(text, "      storage: queue_storage\n") {
-		storage = "      storage: queue_storage\n"
-	}
-	for _, e := range []struct {
-		old, new string
-		n        int
-	}{
-		{storage, "      enabled: false\n", 1},
+	return editGateway("durable_queue variant", text, []gatewayEdit{
+		{"      storage: queue_storage\n", "      enabled: false\n", 1},
 		{"\nextensions:\n", "\nextensions:\n  queue_storage/durable:\n    directory: ${env:RELAY_QUEUE_DIR}/durable\n", 1},
 		{"\nprocessors:\n", "\nprocessors:\n  durable_queue/default:\n    storage: queue_storage/durable\n    max_bytes: ${env:OTEL_EXPORTER_DEFAULT_QUEUE_BYTES:-536870912}\n", 1},
 		{"  extensions: [", "  extensions: [queue_storage/durable, ", 1},
 		{"processors: [memory_limiter, groupbyattrs/pod, k8s_attributes/logs]", "processors: [memory_limiter, groupbyattrs/pod, k8s_attributes/logs, durable_queue/default]", 1},
 		// metrics and traces: the same exporter has no queue of its own now.
 		{"processors: [memory_limiter]\n", "processors: [memory_limiter, durable_queue/default]\n", 2},
-	} {
-		if got := strings.Count(text, e.old); got != e.n {
-			return "", fmt.Errorf("durable_queue variant: %q is in config/gateway.yaml %d times, want %d", e.old, got, e.n)
-		}
-		text = strings.ReplaceAll(text, e.old, e.new)
-	}
-	return text, nil
+	})
 }
