@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -99,7 +100,7 @@ type grouping struct {
 	// Per input scope.
 	serial   int
 	dests    []dest
-	recDest  []int
+	recDest  []int32
 	sig      []byte
 	haveSK   bool
 	curScope scopeKey
@@ -113,7 +114,7 @@ func (g *grouping) moveScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
 	}
 	g.serial++
 	g.dests = g.dests[:0]
-	g.recDest = g.recDest[:0]
+	g.recDest = slices.Grow(g.recDest[:0], n)
 	g.haveSK = false
 	for k := 0; k < n; k++ {
 		attrs := records.At(k).Attributes()
@@ -135,7 +136,7 @@ func (g *grouping) moveScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
 			loc.scopeSeen = g.serial
 			loc.dest = g.destFor(loc.res, sl)
 		}
-		g.recDest = append(g.recDest, loc.dest)
+		g.recDest = append(g.recDest, int32(loc.dest))
 		g.dests[loc.dest].count++
 	}
 
@@ -156,7 +157,7 @@ func (g *grouping) moveScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
 	}
 	k := 0
 	records.RemoveIf(func(lr plog.LogRecord) bool {
-		d := g.recDest[k]
+		d := int(g.recDest[k])
 		k++
 		if d == dominant {
 			return false
