@@ -29,6 +29,7 @@ import (
 	federationtypesprocessor "github.com/otelcol-relay/otelcol-relay/components/federationtypesprocessor"
 	podidentityprocessor "github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor"
 	durablequeueprocessor "github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor"
+	attributestoresourceprocessor "github.com/otelcol-relay/otelcol-relay/components/attributestoresourceprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 	prometheusreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
 	kubeletstatsreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kubeletstatsreceiver"
@@ -114,6 +115,7 @@ func components() (otelcol.Factories, error) {
 		federationtypesprocessor.NewFactory(),
 		podidentityprocessor.NewFactory(),
 		durablequeueprocessor.NewFactory(),
+		attributestoresourceprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -126,6 +128,7 @@ func components() (otelcol.Factories, error) {
 		federationtypesprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		podidentityprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		durablequeueprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
+		attributestoresourceprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
