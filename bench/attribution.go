@@ -23,7 +23,7 @@ var categories = []struct {
 	{"batch merge", regexp.MustCompile(`Request\)\.MergeSplit$|\.mergeTo|\.extract(Logs|Metrics|Traces)|partitionBatcher\)\.Consume`)},
 	{"encode (exporter)", regexp.MustCompile(`MarshalProto|\.Marshal`)},
 	{"decode (receiver)", regexp.MustCompile(`UnmarshalProto|\.Unmarshal`)},
-	{"processors", regexp.MustCompile(`/processor/|processorhelper|k8sattributes|groupbyattrs|memorylimiter`)},
+	{"processors", regexp.MustCompile(`/processor/|processorhelper|k8sattributes|groupbyattrs|attributestoresource|memorylimiter`)},
 	{"network, HTTP, syscalls", regexp.MustCompile(`^(syscall|internal/poll|net\.|net/http|internal/runtime/syscall)`)},
 }
 

@@ -14,7 +14,7 @@ import (
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
 	"floor":                   "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
-	"gateway":                 "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, groupbyattrs, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway":                 "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
 	"gateway-memory":          "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
 	"gateway-file":            "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
 	"gateway-file-nocompact":  "gateway-file with file_storage's compaction off (`on_start` and `on_rebound` false, upstream's default): no rebound check every 5 s, no copy of the database when a backlog drains",
@@ -29,6 +29,7 @@ var variantInfo = map[string]string{
 	"gateway-otlphttp":        "the same gateway with upstream's `otlp_http` exporter instead of `otlp_http_wire`, on the same queue_storage: the queue encodes, decodes on read back and the exporter encodes again (shipped until session 4, on file_storage)",
 	"gateway-otlphttp-memory": "gateway-otlphttp with an in-memory sending queue: the in-memory gateway that issue 15's ratios were first measured against",
 	"gateway-gzip1":           "the shipped gateway with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
+	"gateway-groupbyattrs":    "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) back instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
 }
 
 // variantConfig writes the config of variant into dir and returns the
@@ -98,6 +99,11 @@ func variantConfig(variant, dir string) ([]string, error) {
 		}
 	case "gateway-gzip1":
 		text, edits = string(gw), [][2]string{{"    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n", "    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n    compression_params:\n      level: 1\n"}}
+	case "gateway-groupbyattrs":
+		text, edits = string(gw), [][2]string{
+			{"  attributes_to_resource/pod:\n", "  groupbyattrs/pod:\n"},
+			{"[memory_limiter, attributes_to_resource/pod, k8s_attributes/logs]", "[memory_limiter, groupbyattrs/pod, k8s_attributes/logs]"},
+		}
 	case "upstream-file":
 		text, edits = string(up), [][2]string{
 			{"\nextensions:\n", "\nextensions:\n  file_storage:\n    directory: ${env:RELAY_QUEUE_DIR}\n    create_directory: true\n"},

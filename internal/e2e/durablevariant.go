@@ -25,7 +25,7 @@ func DurableQueueYAML() (string, error) {
 		{"\nextensions:\n", "\nextensions:\n  queue_storage/durable:\n    directory: ${env:RELAY_QUEUE_DIR}/durable\n", 1},
 		{"\nprocessors:\n", "\nprocessors:\n  durable_queue/default:\n    storage: queue_storage/durable\n    max_bytes: ${env:OTEL_EXPORTER_DEFAULT_QUEUE_BYTES:-536870912}\n", 1},
 		{"  extensions: [", "  extensions: [queue_storage/durable, ", 1},
-		{"processors: [memory_limiter, groupbyattrs/pod, k8s_attributes/logs]", "processors: [memory_limiter, groupbyattrs/pod, k8s_attributes/logs, durable_queue/default]", 1},
+		{"processors: [memory_limiter, attributes_to_resource/pod, k8s_attributes/logs]", "processors: [memory_limiter, attributes_to_resource/pod, k8s_attributes/logs, durable_queue/default]", 1},
 		// metrics and traces: the same exporter has no queue of its own now.
 		{"processors: [memory_limiter]\n", "processors: [memory_limiter, durable_queue/default]\n", 2},
 	})

@@ -123,7 +123,7 @@ func TestDeployFluentBitConfig(t *testing.T) {
 	}
 	lifted := map[string]bool{}
 	for name, p := range gw.Processors {
-		if strings.HasPrefix(name, "groupbyattrs") {
+		if strings.HasPrefix(name, "attributes_to_resource") {
 			for _, k := range p.Keys {
 				lifted[k] = true
 			}
@@ -134,7 +134,7 @@ func TestDeployFluentBitConfig(t *testing.T) {
 			t.Errorf("fluent-bit does not write %s (renames to %v)", k, renamed)
 		}
 		if !lifted[k] {
-			t.Errorf("the gateway's groupbyattrs does not lift %s into the resource (keys %v)", k, keys(lifted))
+			t.Errorf("the gateway's attributes_to_resource does not lift %s into the resource (keys %v)", k, keys(lifted))
 		}
 	}
 }
