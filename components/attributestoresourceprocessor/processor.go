@@ -155,6 +155,12 @@ func (g *grouping) moveScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
 			dominant = d
 		}
 	}
+	for d := range g.dests {
+		if d != dominant {
+			lrs := g.dests[d].sl.LogRecords()
+			lrs.EnsureCapacity(lrs.Len() + g.dests[d].count)
+		}
+	}
 	k := 0
 	records.RemoveIf(func(lr plog.LogRecord) bool {
 		d := int(g.recDest[k])

@@ -28,7 +28,7 @@ type genOptions struct {
 // order, sometimes already holding a key), up to 3 scopes each, up to 12
 // records per scope carrying all, some or none of the keys, with string
 // values from few pods and now and then an int, bool, double, bytes, map,
-// slice or empty string. Empty resources and scopes occur too.
+// slice, empty string or empty value. Empty resources and scopes occur too.
 func genLogs(r *rand.Rand, o genOptions) plog.Logs {
 	ld := plog.NewLogs()
 	seq := 0
@@ -100,7 +100,7 @@ func genLogs(r *rand.Rand, o genOptions) plog.Logs {
 }
 
 func putValue(r *rand.Rand, a pcommon.Map, k string) {
-	switch r.IntN(12) {
+	switch r.IntN(13) {
 	case 0:
 		a.PutInt(k, int64(r.IntN(2)))
 	case 1:
@@ -117,6 +117,8 @@ func putValue(r *rand.Rand, a pcommon.Map, k string) {
 		s.AppendEmpty().SetStr(pick(r, "x", "y"))
 	case 6:
 		a.PutStr(k, "")
+	case 7:
+		a.PutEmpty(k)
 	default:
 		a.PutStr(k, pick(r, "pod-a", "pod-b", "pod-c"))
 	}
