@@ -167,6 +167,15 @@ func TestSameOutputAsGroupByAttrs(t *testing.T) {
 	}
 }
 
+// TestSameOutputOnBenchmarkInputs: the requests BenchmarkProcessLogs times give
+// the same output from both, so the benchmark compares the same work.
+func TestSameOutputOnBenchmarkInputs(t *testing.T) {
+	for _, in := range benchInputs() {
+		ours, upstream := runBoth(t, podKeys, in.ld)
+		require.Equal(t, marshalJSON(t, upstream), marshalJSON(t, ours), in.name)
+	}
+}
+
 // TestSameRecordsWhereGroupByAttrsLoses: on inputs with schema URLs, dropped
 // attribute counts and scopes that share a name and version but not their
 // attributes, every record still ends under the resource attributes and the
