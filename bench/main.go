@@ -276,7 +276,13 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	phase2, cpu2 := time.Now(), cpuNow()
 	profiled := make(chan struct{})
 	if profile {
-		go func() { defer close(profiled); res.Profile = fetchProfile(t, gw.PprofAddr, variant, "saturation") }()
+		go func() {
+			defer close(profiled)
+			allocs := make(chan struct{})
+			go func() { defer close(allocs); fetchAllocs(gw.PprofAddr, variant, "saturation") }()
+			res.Profile = fetchProfile(t, gw.PprofAddr, variant, "saturation")
+			<-allocs
+		}()
 	} else {
 		close(profiled)
 	}
@@ -312,6 +318,23 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 		t.Errorf("stop: %v", err)
 	}
 	return res
+}
+
+// fetchAllocs saves what the collector allocated during the same 10 s as the
+// CPU profile (`go tool pprof -sample_index=alloc_space`): GC's share of the
+// CPU follows the bytes allocated, and this says whose they are.
+func fetchAllocs(addr, variant, phase string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/allocs?seconds=10")
+	if err != nil {
+		log.Printf("allocation profile of %s: %v", variant, err)
+		return
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	f := filepath.Join(*outDir, fmt.Sprintf("%s-%s-%s.allocs.pprof", *name, variant, phase))
+	if err := os.WriteFile(f, raw, 0o644); err != nil {
+		log.Printf("allocation profile of %s: %v", variant, err)
+	}
 }
 
 // fetchProfile takes a 10 s CPU profile from the pprof extension and returns the

@@ -28,6 +28,8 @@ var variantInfo = map[string]string{
 	"upstream-file":           "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
 	"gateway-otlphttp":        "the same gateway with upstream's `otlp_http` exporter instead of `otlp_http_wire`, on the same queue_storage: the queue encodes, decodes on read back and the exporter encodes again (shipped until session 4, on file_storage)",
 	"gateway-otlphttp-memory": "gateway-otlphttp with an in-memory sending queue: the in-memory gateway that issue 15's ratios were first measured against",
+	"gateway-cache128":        "the shipped gateway with `memory_cache_size: 134217728` on its queue_storage (default 32 MiB): a backlog up to 128 MiB is read back from memory, as an in-memory queue would hold it",
+	"gateway-gc200":           "the shipped gateway with `gomemlimit: {gc_percent: 200}`: half as many GC cycles (each one also lets the runtime return memory to the kernel, which the next large request faults back in), the memory limit as the backstop",
 	"gateway-gzip1":           "the shipped gateway with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
 	"gateway-groupbyattrs":    "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) back instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
 }
@@ -97,6 +99,10 @@ func variantConfig(variant, dir string) ([]string, error) {
 		if variant == "gateway-otlphttp-memory" {
 			edits = [][2]string{{storageLine, ""}}
 		}
+	case "gateway-cache128":
+		text, edits = string(gw), [][2]string{{"    fsync: ${env:RELAY_QUEUE_FSYNC:-false}\n", "    fsync: ${env:RELAY_QUEUE_FSYNC:-false}\n    memory_cache_size: 134217728\n"}}
+	case "gateway-gc200":
+		text, edits = string(gw), [][2]string{{"    limit_percentage: 80\n  # At most", "    limit_percentage: 80\n    gc_percent: 200\n  # At most"}}
 	case "gateway-gzip1":
 		text, edits = string(gw), [][2]string{{"    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n", "    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n    compression_params:\n      level: 1\n"}}
 	case "gateway-groupbyattrs":
