@@ -137,26 +137,35 @@ func runFloor(chunks []e2e.Chunk) *runResult {
 	n := 0
 	var out bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
-	for _, c := range chunks {
-		zr, err := gzip.NewReader(bytes.NewReader(c.Body))
-		if err != nil {
-			log.Fatal(err)
+	// Three passes: one pass over 100,000 records lasts about a second,
+	// short enough for a neighbour's burst to move the median.
+	for pass := 0; pass < 3; pass++ {
+		for _, c := range chunks {
+			floorOne(c, zw, &out)
+			n += c.N
 		}
-		raw, _ := io.ReadAll(zr)
-		req := plogotlp.NewExportRequest()
-		if err := req.UnmarshalProto(raw); err != nil {
-			log.Fatal(err)
-		}
-		enc, _ := req.MarshalProto()
-		out.Reset()
-		zw.Reset(&out)
-		_, _ = zw.Write(enc)
-		_ = zw.Close()
-		n += c.N
 	}
 	cpu := (rusage() - before).Seconds()
 	wall := time.Since(start).Seconds()
 	return &runResult{SatRate: float64(n) / wall, SatPerCore: float64(n) / cpu, SatCPUsPerM: cpu / float64(n) * 1e6}
+}
+
+// floorOne is the floor's work for one request: gunzip, unmarshal, marshal, gzip.
+func floorOne(c e2e.Chunk, zw *gzip.Writer, out *bytes.Buffer) {
+	zr, err := gzip.NewReader(bytes.NewReader(c.Body))
+	if err != nil {
+		log.Fatal(err)
+	}
+	raw, _ := io.ReadAll(zr)
+	req := plogotlp.NewExportRequest()
+	if err := req.UnmarshalProto(raw); err != nil {
+		log.Fatal(err)
+	}
+	enc, _ := req.MarshalProto()
+	out.Reset()
+	zw.Reset(out)
+	_, _ = zw.Write(enc)
+	_ = zw.Close()
 }
 
 func rusage() time.Duration {

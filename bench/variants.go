@@ -13,7 +13,7 @@ import (
 // gateway and upstream are the shipped files with a few lines replaced, so
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
-	"floor":                   "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests",
+	"floor":                   "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests, three passes",
 	"gateway":                 "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
 	"gateway-memory":          "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
 	"gateway-file":            "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
