@@ -443,3 +443,24 @@ func FuzzQueueEncodingUnmarshal(f *testing.F) {
 		_, _ = req.MergeSplit(context.Background(), 1, exporterhelper.RequestSizerTypeItems, nil)
 	})
 }
+
+// Split pieces (re-encoded by split.go) are counted on read back as they
+// were counted when cut.
+func TestQueueEncodingRoundTripOfSplitPieces(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, sig := range allSignals() {
+		enc := queueEncoding{sig: sig}
+		for range 20 {
+			r := randomRequest(t, rng, sig)
+			pieces, err := r.MergeSplit(context.Background(), 1+rng.IntN(7), exporterhelper.RequestSizerTypeItems, randomRequest(t, rng, sig))
+			require.NoError(t, err)
+			for _, p := range pieces {
+				b, err := enc.Marshal(context.Background(), p)
+				require.NoError(t, err)
+				_, back, err := enc.Unmarshal(b)
+				require.NoError(t, err)
+				require.Equal(t, p.ItemsCount(), back.ItemsCount(), sig.name)
+			}
+		}
+	}
+}
