@@ -11,6 +11,7 @@ import (
 	"net/url"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configcompression"
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
@@ -50,6 +51,11 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, errors.New(`encoding: "json" is not supported: otlp_http_wire sends the OTLP protobuf bytes it encoded at intake; use otlp_http for JSON`))
 	default:
 		errs = append(errs, fmt.Errorf("encoding: invalid value %q (only \"proto\")", cfg.Encoding))
+	}
+	// confighttp refuses these too, without naming the field; the exporter
+	// compresses gzip itself (gzip.go), so say which field and values.
+	if lvl := cfg.ClientConfig.CompressionParams.Level; cfg.ClientConfig.Compression == configcompression.TypeGzip && (lvl < -2 || lvl > 9) {
+		errs = append(errs, fmt.Errorf("compression_params.level: %d is not a gzip level (1 to 9, -1 for the default, -2 for Huffman only)", lvl))
 	}
 	if cfg.ProfilesEndpoint != "" {
 		errs = append(errs, errors.New("profiles_endpoint: otlp_http_wire exports logs, metrics and traces only; use otlp_http for profiles"))

@@ -13,7 +13,11 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter/internal/metadata"
 )
 
 const (
@@ -88,5 +92,38 @@ func TestDeliversBacklogOfOTLPHTTP(t *testing.T) {
 	old := filepath.Join(dir, "exporter_otlp_http_x_logs")
 	require.DirExists(t, old)
 	require.NoError(t, os.Rename(old, filepath.Join(dir, "exporter_otlp_http_wire_x_logs")))
+	drain(t, b, dir)
+}
+
+// v1Encoding writes items as the previous release (session 4's) did.
+type v1Encoding struct{ queueEncoding }
+
+func (v1Encoding) Marshal(_ context.Context, req xexporterhelper.Request) ([]byte, error) {
+	return marshalV1(req.(*wireRequest)), nil
+}
+
+// v1Factory is otlp_http_wire as released before the bare item format.
+func v1Factory() exporter.Factory {
+	return exporter.NewFactory(metadata.Type, createDefaultConfig, exporter.WithLogs(
+		func(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
+			cfg := c.(*Config)
+			u, err := cfg.signalURL(cfg.LogsEndpoint, "logs")
+			if err != nil {
+				return nil, err
+			}
+			e := newWireExporter(cfg, set, logsSignal, u)
+			return xexporterhelper.NewLogsRequest(ctx, set,
+				func(_ context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsFromPdata(ld) },
+				e.push, options(cfg, e, u, v1Encoding{queueEncoding{sig: logsSignal}})...)
+		}, metadata.LogsStability))
+}
+
+// An upgrade from the previous release: its backlog (v1 items) is delivered.
+func TestDeliversBacklogOfPreviousRelease(t *testing.T) {
+	b := newBackend(t)
+	dir := t.TempDir()
+	cfg := wireConfig(b)
+	cfg.QueueConfig = persistentQueue()
+	fillBacklog(t, b, dir, v1Factory(), cfg)
 	drain(t, b, dir)
 }

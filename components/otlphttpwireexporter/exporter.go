@@ -1,6 +1,7 @@
 package otlphttpwireexporter // import "github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter"
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configcompression"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
@@ -41,6 +43,9 @@ type wireExporter struct {
 	logger    *zap.Logger
 	settings  component.TelemetrySettings
 	userAgent string
+	// gzip compresses bodies when compression is gzip; nil otherwise (then
+	// confighttp's round tripper applies the configured compression).
+	gzip *gzipCompressor
 }
 
 func newWireExporter(cfg *Config, set exporter.Settings, sig *signal, u *url.URL) *wireExporter {
@@ -57,6 +62,13 @@ func newWireExporter(cfg *Config, set exporter.Settings, sig *signal, u *url.URL
 // start builds the client with the host's extensions (auth, middlewares such
 // as certwatch), as otlp_http does.
 func (e *wireExporter) start(ctx context.Context, host component.Host) error {
+	if e.cfg.ClientConfig.Compression == configcompression.TypeGzip {
+		gz, err := newGzipCompressor(e.cfg.ClientConfig.CompressionParams.Level)
+		if err != nil {
+			return err
+		}
+		e.gzip = gz
+	}
 	client, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.settings)
 	if err != nil {
 		return err
@@ -65,26 +77,17 @@ func (e *wireExporter) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// push POSTs the request's chunks, concatenated on the wire, not in memory.
+// push POSTs the request's chunks, concatenated on the wire, not in memory
+// (or gzip-compressed, see gzipCompressor).
 func (e *wireExporter) push(ctx context.Context, req xexporterhelper.Request) error {
 	r, ok := req.(*wireRequest)
 	if !ok {
 		return consumererror.NewPermanent(fmt.Errorf("otlp_http_wire: cannot send a %T", req))
 	}
-	body := func() io.ReadCloser {
-		bufs := make(net.Buffers, len(r.chunks))
-		copy(bufs, r.chunks) // net.Buffers.Read consumes its slice
-		return io.NopCloser(&bufs)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, http.NoBody)
+	hreq, err := e.newRequest(ctx, r)
 	if err != nil {
-		return consumererror.NewPermanent(err)
+		return err
 	}
-	if r.bytes > 0 {
-		hreq.Body = body()
-		hreq.GetBody = func() (io.ReadCloser, error) { return body(), nil }
-	}
-	hreq.ContentLength = int64(r.bytes)
 	hreq.Header.Set("Content-Type", protobufContentType)
 	hreq.Header.Set("User-Agent", e.userAgent)
 
@@ -100,6 +103,39 @@ func (e *wireExporter) push(ctx context.Context, req xexporterhelper.Request) er
 		_ = resp.Body.Close()
 	}()
 	return e.handleResponse(hreq, resp)
+}
+
+func (e *wireExporter) newRequest(ctx context.Context, r *wireRequest) (*http.Request, error) {
+	if e.gzip != nil && r.bytes > 0 {
+		z, err := e.gzip.compress(r.chunks, r.bytes)
+		if err != nil {
+			return nil, fmt.Errorf("otlp_http_wire: compressing a %s request: %w", e.sig.name, err)
+		}
+		// A bytes.Reader body gets ContentLength and GetBody (redirects,
+		// retried connections) from NewRequest; z is never written again.
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(z))
+		if err != nil {
+			return nil, consumererror.NewPermanent(err)
+		}
+		// Set, so that confighttp's round tripper does not compress again.
+		hreq.Header.Set("Content-Encoding", string(configcompression.TypeGzip))
+		return hreq, nil
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, http.NoBody)
+	if err != nil {
+		return nil, consumererror.NewPermanent(err)
+	}
+	if r.bytes > 0 {
+		body := func() io.ReadCloser {
+			bufs := make(net.Buffers, len(r.chunks))
+			copy(bufs, r.chunks) // net.Buffers.Read consumes its slice
+			return io.NopCloser(&bufs)
+		}
+		hreq.Body = body()
+		hreq.GetBody = func() (io.ReadCloser, error) { return body(), nil }
+	}
+	hreq.ContentLength = int64(r.bytes)
+	return hreq, nil
 }
 
 // handleResponse is otlp_http's status handling: 2xx with an optional partial

@@ -49,7 +49,7 @@ func createDefaultConfig() component.Config {
 	}
 }
 
-func options(cfg *Config, e *wireExporter, u *url.URL) []exporterhelper.Option {
+func options(cfg *Config, e *wireExporter, u *url.URL, enc exporterhelper.QueueBatchEncoding[xexporterhelper.Request]) []exporterhelper.Option {
 	return []exporterhelper.Option{
 		exporterhelper.WithStart(e.start),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
@@ -58,7 +58,7 @@ func options(cfg *Config, e *wireExporter, u *url.URL) []exporterhelper.Option {
 		exporterhelper.WithRetry(cfg.RetryConfig),
 		// ReferenceCounter stays nil: a wireRequest holds no pooled pdata
 		// (the queue checks for nil before using it).
-		xexporterhelper.WithQueueBatch(cfg.QueueConfig, xexporterhelper.QueueBatchSettings{Encoding: queueEncoding{sig: e.sig}}),
+		xexporterhelper.WithQueueBatch(cfg.QueueConfig, xexporterhelper.QueueBatchSettings{Encoding: enc}),
 		exporterhelper.WithAttrs(endpointAttributes(u)...),
 	}
 }
@@ -83,7 +83,7 @@ func createLogs(ctx context.Context, set exporter.Settings, c component.Config) 
 	e := newWireExporter(cfg, set, logsSignal, u)
 	return xexporterhelper.NewLogsRequest(ctx, set,
 		func(_ context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsFromPdata(ld) },
-		e.push, options(cfg, e, u)...)
+		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
 }
 
 func createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
@@ -97,7 +97,7 @@ func createMetrics(ctx context.Context, set exporter.Settings, c component.Confi
 		func(_ context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
 			return metricsFromPdata(md)
 		},
-		e.push, options(cfg, e, u)...)
+		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
 }
 
 func createTraces(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Traces, error) {
@@ -109,5 +109,5 @@ func createTraces(ctx context.Context, set exporter.Settings, c component.Config
 	e := newWireExporter(cfg, set, tracesSignal, u)
 	return xexporterhelper.NewTracesRequest(ctx, set,
 		func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) { return tracesFromPdata(td) },
-		e.push, options(cfg, e, u)...)
+		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
@@ -92,12 +93,21 @@ func writeCA(t testing.TB, srv *httptest.Server) string {
 
 func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
 	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
+	switch r.Header.Get("Content-Encoding") {
+	case "gzip":
 		zr, err := gzip.NewReader(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		body = zr
+	case "zstd":
+		zr, err := zstd.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		defer zr.Close()
 		body = zr
 	}
 	raw, err := io.ReadAll(body)

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
-	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
 )
 
 func logsReq(t testing.TB, start, n int) *wireRequest {
@@ -206,72 +205,4 @@ func TestSplitMetricsByDataPoint(t *testing.T) {
 	gotPoints := map[string][]string{}
 	collect(got, gotPoints)
 	assert.Equal(t, want, gotPoints)
-}
-
-func TestQueueEncodingRoundTrip(t *testing.T) {
-	enc := queueEncoding{sig: logsSignal}
-	r := logsReq(t, 0, 10)
-	r.appendFrom(logsReq(t, 10, 5))
-	b, err := enc.Marshal(context.Background(), r)
-	require.NoError(t, err)
-	assert.Equal(t, byte(wireFormatV1), b[0])
-	_, back, err := enc.Unmarshal(b)
-	require.NoError(t, err)
-	assert.Equal(t, 15, back.ItemsCount())
-	assert.Equal(t, r.bytes, back.BytesSize())
-	assert.Equal(t, seqRange(0, 15), seqsOf(decodeAll(t, back)))
-	// no copy: the request's bytes are the stored bytes
-	assert.Same(t, &b[len(b)-1], &back.(*wireRequest).chunks[0][back.BytesSize()-1])
-}
-
-// Items queued by upstream's otlp_http (its own encoding, pdatareq, and the
-// plain proto it falls back to) are read back.
-func TestQueueEncodingReadsUpstreamItems(t *testing.T) {
-	enc := queueEncoding{sig: logsSignal}
-	up, err := pdatareq.MarshalLogs(context.Background(), makeLogs(0, 20))
-	require.NoError(t, err)
-	plain, err := (&plog.ProtoMarshaler{}).MarshalLogs(makeLogs(0, 20))
-	require.NoError(t, err)
-	for name, b := range map[string][]byte{"pdatareq": up, "plain proto": plain} {
-		_, r, err := enc.Unmarshal(b)
-		require.NoError(t, err, name)
-		assert.Equal(t, 20, r.ItemsCount(), name)
-		assert.Equal(t, seqRange(0, 20), seqsOf(decodeAll(t, r)), name)
-	}
-}
-
-func TestQueueEncodingRefusesBadBytes(t *testing.T) {
-	enc := queueEncoding{sig: logsSignal}
-	for name, b := range map[string][]byte{
-		"empty":          nil,
-		"garbage":        []byte("\xff\xff\xff\xff not a protobuf"),
-		"corrupt header": {wireFormatV1, 0xff},
-		"too many items": {wireFormatV1, 100, 0x0a, 0x00},
-	} {
-		_, _, err := enc.Unmarshal(b)
-		require.Error(t, err, name)
-		assert.Contains(t, err.Error(), "otlp_http_wire: ", name)
-	}
-}
-
-func FuzzQueueEncodingUnmarshal(f *testing.F) {
-	enc := queueEncoding{sig: logsSignal}
-	r := logsReq(f, 0, 3)
-	ours, _ := enc.Marshal(context.Background(), r)
-	up, _ := pdatareq.MarshalLogs(context.Background(), makeLogs(0, 3))
-	f.Add(ours)
-	f.Add(up)
-	f.Add(r.chunks[0])
-	f.Add([]byte{wireFormatV1})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, req, err := enc.Unmarshal(b)
-		if err != nil {
-			return
-		}
-		if req.ItemsCount() < 0 || req.BytesSize() > len(b) {
-			t.Fatalf("items %d bytes %d from %d bytes", req.ItemsCount(), req.BytesSize(), len(b))
-		}
-		// Splitting what was read must not panic, whatever the bytes.
-		_, _ = req.MergeSplit(context.Background(), 1, exporterhelper.RequestSizerTypeItems, nil)
-	})
 }

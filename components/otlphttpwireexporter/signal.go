@@ -17,6 +17,10 @@ import (
 type signal struct {
 	name string // URL path element and log/error wording
 	unit string // what an item is, for messages
+	// message is the protobuf message a chunk holds, for messages.
+	message string
+	// count counts the items of a chunk without decoding it (wirecount.go).
+	count func([]byte) (int, error)
 	// decode parses one chunk for splitting.
 	decode func([]byte) (decoded, error)
 	// fromUpstream decodes a queue item written by upstream's otlp_http
@@ -39,7 +43,7 @@ var logsSignal, metricsSignal, tracesSignal *signal
 
 func init() {
 	logsSignal = &signal{
-		name: "logs", unit: "log records",
+		name: "logs", unit: "log records", message: "ExportLogsServiceRequest", count: countLogRecords,
 		decode: func(b []byte) (decoded, error) {
 			req := plogotlp.NewExportRequest()
 			if err := req.UnmarshalProto(b); err != nil {
@@ -67,7 +71,7 @@ func init() {
 		},
 	}
 	metricsSignal = &signal{
-		name: "metrics", unit: "data points",
+		name: "metrics", unit: "data points", message: "ExportMetricsServiceRequest", count: countDataPoints,
 		decode: func(b []byte) (decoded, error) {
 			req := pmetricotlp.NewExportRequest()
 			if err := req.UnmarshalProto(b); err != nil {
@@ -95,7 +99,7 @@ func init() {
 		},
 	}
 	tracesSignal = &signal{
-		name: "traces", unit: "spans",
+		name: "traces", unit: "spans", message: "ExportTraceServiceRequest", count: countSpans,
 		decode: func(b []byte) (decoded, error) {
 			req := ptraceotlp.NewExportRequest()
 			if err := req.UnmarshalProto(b); err != nil {
