@@ -181,7 +181,7 @@ func startVariant(t *runTB, variant string, maxSeq int64) *scenario.Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scenario.NewRig(t, scenario.RigOptions{Args: args, MaxSeq: maxSeq})
+	return scenario.NewRig(t, scenario.RigOptions{Args: args, MaxSeq: maxSeq, Env: variantEnv(variant)})
 }
 
 func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, profile bool) *runResult {

@@ -30,8 +30,18 @@ var variantInfo = map[string]string{
 	"gateway-otlphttp-memory": "gateway-otlphttp with an in-memory sending queue: the in-memory gateway that issue 15's ratios were first measured against",
 	"gateway-cache128":        "the shipped gateway with `memory_cache_size: 134217728` on its queue_storage (default 32 MiB): a backlog up to 128 MiB is read back from memory, as an in-memory queue would hold it",
 	"gateway-gc200":           "the shipped gateway with `gomemlimit: {gc_percent: 200}`: half as many GC cycles (each one also lets the runtime return memory to the kernel, which the next large request faults back in), the memory limit as the backstop",
+	"gateway-madvfree":        "the shipped gateway run with `GODEBUG=madvdontneed=0`: the Go runtime returns memory with MADV_FREE, so a page it gives back and touches again is not faulted in anew unless the kernel needed it meanwhile",
+	"gateway-memory-madvfree": "gateway-memory run with `GODEBUG=madvdontneed=0`",
 	"gateway-gzip1":           "the shipped gateway with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
 	"gateway-groupbyattrs":    "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) back instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
+}
+
+// variantEnv is what a variant adds to the collector's environment.
+func variantEnv(variant string) []string {
+	if strings.HasSuffix(variant, "-madvfree") {
+		return []string{"GODEBUG=madvdontneed=0"}
+	}
+	return nil
 }
 
 // variantConfig writes the config of variant into dir and returns the
@@ -53,6 +63,7 @@ func variantConfig(variant, dir string) ([]string, error) {
 	}
 	var text string
 	var edits [][2]string
+	variant = strings.TrimSuffix(variant, "-madvfree")
 	switch variant {
 	case "gateway":
 		return []string{"--config", filepath.Join(root, "config", "gateway.yaml"), "--config", tls}, nil
