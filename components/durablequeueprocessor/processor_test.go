@@ -3,6 +3,8 @@ package durablequeueprocessor
 import (
 	"context"
 	"errors"
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"os/exec"
 	"sync"
 	"testing"
@@ -13,8 +15,6 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -23,25 +23,7 @@ import (
 )
 
 // host offers the storage extension, a real queue_storage on dir.
-type host struct {
-	exts map[component.ID]component.Component
-}
-
-func (h host) GetExtensions() map[component.ID]component.Component { return h.exts }
-
-var storageID = component.MustNewID("queue_storage")
-
-func startStorage(t *testing.T, dir string) host {
-	t.Helper()
-	f := queuestorageextension.NewFactory()
-	cfg := f.CreateDefaultConfig().(*queuestorageextension.Config)
-	cfg.Directory = dir
-	ext, err := f.Create(context.Background(), extension.Settings{ID: storageID, TelemetrySettings: extensiontest.NewNopSettings(f.Type()).TelemetrySettings, BuildInfo: component.NewDefaultBuildInfo()}, cfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), nil))
-	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
-	return host{exts: map[component.ID]component.Component{storageID: ext}}
-}
+var storageID = queuestoragetest.ID()
 
 // gate is the rest of the pipeline: it counts records by their sequence
 // attribute and answers with err while one is set.
@@ -121,7 +103,7 @@ func testConfig() *Config {
 func TestDeliversEverythingAndForgetsIt(t *testing.T) {
 	for _, memory := range []int64{64 << 20, 0} {
 		t.Run(map[bool]string{true: "from_memory", false: "read_back_from_disk"}[memory > 0], func(t *testing.T) {
-			h := startStorage(t, t.TempDir())
+			h, _ := queuestoragetest.Start(t, t.TempDir())
 			g := &gate{seen: map[int64]int{}}
 			cfg := testConfig()
 			cfg.MemoryBytes = memory
@@ -145,7 +127,7 @@ func TestRestartDeliversWhatWasAcknowledged(t *testing.T) {
 	dir := t.TempDir()
 	g := &gate{seen: map[int64]int{}}
 	g.set(errors.New("backend down"))
-	h := startStorage(t, dir)
+	h, stopStorage := queuestoragetest.Start(t, dir)
 	cfg := testConfig()
 	p := newLogs(t, cfg, g)
 	require.NoError(t, p.Start(context.Background(), h))
@@ -157,10 +139,10 @@ func TestRestartDeliversWhatWasAcknowledged(t *testing.T) {
 	heldBytes, heldItems := q1.bytes, q1.items
 	q1.mu.Unlock()
 	require.NoError(t, p.Shutdown(context.Background()))
-	require.NoError(t, h.exts[storageID].Shutdown(context.Background()))
+	stopStorage()
 
 	// A new process on the same volume knows what it holds before forwarding.
-	h2 := startStorage(t, dir)
+	h2, _ := queuestoragetest.Start(t, dir)
 	p2 := newLogs(t, cfg, g)
 	require.NoError(t, p2.Start(context.Background(), h2))
 	q2 := p2.(logsQueue).q
@@ -176,7 +158,7 @@ func TestRestartDeliversWhatWasAcknowledged(t *testing.T) {
 	require.NoError(t, p2.Shutdown(context.Background()))
 
 	// And nothing is left for a third.
-	h3 := startStorage(t, dir)
+	h3, _ := queuestoragetest.Start(t, dir)
 	p3 := newLogs(t, cfg, g)
 	require.NoError(t, p3.Start(context.Background(), h3))
 	q := p3.(logsQueue).q
@@ -186,7 +168,7 @@ func TestRestartDeliversWhatWasAcknowledged(t *testing.T) {
 }
 
 func TestFullIsRetryable(t *testing.T) {
-	h := startStorage(t, t.TempDir())
+	h, _ := queuestoragetest.Start(t, t.TempDir())
 	g := &gate{seen: map[int64]int{}}
 	g.set(errors.New("backend down"))
 	cfg := testConfig()
@@ -216,7 +198,7 @@ func TestFullIsRetryable(t *testing.T) {
 }
 
 func TestPermanentErrorDropsAndTransientErrorRetries(t *testing.T) {
-	h := startStorage(t, t.TempDir())
+	h, _ := queuestoragetest.Start(t, t.TempDir())
 	g := &gate{seen: map[int64]int{}}
 	cfg := testConfig()
 	p := newLogs(t, cfg, g)
@@ -240,7 +222,7 @@ func TestPermanentErrorDropsAndTransientErrorRetries(t *testing.T) {
 }
 
 func TestOneInstancePerSignalAndID(t *testing.T) {
-	h := startStorage(t, t.TempDir())
+	h, _ := queuestoragetest.Start(t, t.TempDir())
 	f := NewFactory()
 	cfg := testConfig()
 	set := processortest.NewNopSettings(f.Type())
@@ -259,7 +241,7 @@ func TestMissingStorageIsNamed(t *testing.T) {
 	cfg := testConfig()
 	cfg.Storage = component.MustNewIDWithName("queue_storage", "typo")
 	p := newLogs(t, cfg, &gate{seen: map[int64]int{}})
-	err := p.Start(context.Background(), host{exts: map[component.ID]component.Component{}})
+	err := p.Start(context.Background(), componenttest.NewNopHost())
 	require.ErrorContains(t, err, `storage: extension "queue_storage/typo" is not configured`)
 	require.NoError(t, p.Shutdown(context.Background()))
 }
@@ -271,20 +253,14 @@ func TestVolumeFullIsRetryableAndRecovers(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", vol).Run() })
-	f := queuestorageextension.NewFactory()
-	scfg := f.CreateDefaultConfig().(*queuestorageextension.Config)
-	scfg.Directory, scfg.SegmentSize = vol, 64<<10
-	ext, err := f.Create(context.Background(), extension.Settings{ID: storageID, TelemetrySettings: extensiontest.NewNopSettings(f.Type()).TelemetrySettings, BuildInfo: component.NewDefaultBuildInfo()}, scfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), nil))
-	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
-	h := host{exts: map[component.ID]component.Component{storageID: ext}}
+	h, _ := queuestoragetest.Start(t, vol, func(c *queuestorageextension.Config) { c.SegmentSize = 64 << 10 })
 
 	g := &gate{seen: map[int64]int{}}
 	g.set(errors.New("backend down"))
 	p := newLogs(t, testConfig(), g)
 	require.NoError(t, p.Start(context.Background(), h))
 	accepted := 0
+	var err error
 	for ; accepted < 10000; accepted++ {
 		if err = p.ConsumeLogs(context.Background(), logs(accepted*10, 10)); err != nil {
 			break

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -90,10 +91,10 @@ func BenchmarkConsumeAndSend(b *testing.B) {
 					batch := exporterhelper.NewDefaultBatchConfig()
 					batch.MinSize, batch.MaxSize = 2000, 2000
 					q.Batch = configoptional.Some(batch)
-					var host component.Host = storageHost{}
+					var host component.Host = componenttest.NewNopHost()
 					if queue == "queue_storage" {
 						q.StorageID = &storageID
-						host, _ = startStorage(b, b.TempDir())
+						host, _ = queuestoragetest.Start(b, b.TempDir())
 					}
 					client := confighttp.NewDefaultClientConfig()
 					client.Endpoint = srv.URL

@@ -2,6 +2,7 @@ package otlphttpwireexporter
 
 import (
 	"context"
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func persistentQueue() configoptional.Optional[exporterhelper.QueueBatchConfig] 
 // queue on dir while the backend answers 503, then shuts everything down.
 func fillBacklog(t *testing.T, b *backend, dir string, f exporter.Factory, cfg component.Config) {
 	b.setRespond(func(int) (int, http.Header, []byte) { return http.StatusServiceUnavailable, nil, nil })
-	host, stopStorage := startStorage(t, dir)
+	host, stopStorage := queuestoragetest.Start(t, dir)
 	exp := startLogs(t, f, "x", cfg, host, nil)
 	for i := range durRequests {
 		require.NoError(t, exp.ConsumeLogs(context.Background(), makeLogs(i*durRecords, durRecords)))
@@ -54,7 +55,7 @@ func drain(t *testing.T, b *backend, dir string) {
 	b.setRespond(nil)
 	cfg := wireConfig(b)
 	cfg.QueueConfig = persistentQueue()
-	host, _ := startStorage(t, dir)
+	host, _ := queuestoragetest.Start(t, dir)
 	exp := startLogs(t, NewFactory(), "x", cfg, host, nil)
 	got := b.waitRecords(t, durRequests*durRecords)
 	require.NoError(t, exp.Shutdown(context.Background()))

@@ -4,6 +4,8 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/pem"
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,14 +22,10 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.uber.org/zap"
-
-	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 )
 
 // makeLogs returns n records with seq attributes start..start+n-1, spread
@@ -168,28 +166,7 @@ func wireConfig(b *backend) *Config {
 	return cfg
 }
 
-var storageID = component.MustNewID("queue_storage")
-
-// storageHost offers a real queue_storage on dir.
-type storageHost struct {
-	exts map[component.ID]component.Component
-}
-
-func (h storageHost) GetExtensions() map[component.ID]component.Component { return h.exts }
-
-func startStorage(t testing.TB, dir string) (storageHost, func()) {
-	t.Helper()
-	f := queuestorageextension.NewFactory()
-	cfg := f.CreateDefaultConfig().(*queuestorageextension.Config)
-	cfg.Directory = dir
-	ext, err := f.Create(context.Background(), extension.Settings{ID: storageID, TelemetrySettings: extensiontest.NewNopSettings(f.Type()).TelemetrySettings, BuildInfo: component.NewDefaultBuildInfo()}, cfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), nil))
-	var once sync.Once
-	stop := func() { once.Do(func() { require.NoError(t, ext.Shutdown(context.Background())) }) }
-	t.Cleanup(stop)
-	return storageHost{exts: map[component.ID]component.Component{storageID: ext}}, stop
-}
+var storageID = queuestoragetest.ID()
 
 // startLogs creates and starts a logs exporter of factory f named name.
 func startLogs(t testing.TB, f exporter.Factory, name string, cfg component.Config, host component.Host, logger *zap.Logger) exporter.Logs {
@@ -201,7 +178,7 @@ func startLogs(t testing.TB, f exporter.Factory, name string, cfg component.Conf
 	exp, err := f.CreateLogs(context.Background(), set, cfg)
 	require.NoError(t, err)
 	if host == nil {
-		host = storageHost{}
+		host = componenttest.NewNopHost()
 	}
 	require.NoError(t, exp.Start(context.Background(), host))
 	return exp

@@ -2,6 +2,7 @@ package otlphttpwireexporter
 
 import (
 	"context"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -69,8 +70,8 @@ func TestMetricsAndTraces(t *testing.T) {
 	require.NoError(t, err)
 	te, err := NewFactory().CreateTraces(context.Background(), set, cfg)
 	require.NoError(t, err)
-	require.NoError(t, me.Start(context.Background(), storageHost{}))
-	require.NoError(t, te.Start(context.Background(), storageHost{}))
+	require.NoError(t, me.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, te.Start(context.Background(), componenttest.NewNopHost()))
 
 	td := ptrace.NewTraces()
 	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
