@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
-	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter/internal/metadata"
 )
@@ -107,15 +106,7 @@ func (v1Encoding) Marshal(_ context.Context, req xexporterhelper.Request) ([]byt
 func v1Factory() exporter.Factory {
 	return exporter.NewFactory(metadata.Type, createDefaultConfig, exporter.WithLogs(
 		func(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
-			cfg := c.(*Config)
-			u, err := cfg.signalURL(cfg.LogsEndpoint, "logs")
-			if err != nil {
-				return nil, err
-			}
-			e := newWireExporter(cfg, set, logsSignal, u)
-			return xexporterhelper.NewLogsRequest(ctx, set,
-				func(_ context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsFromPdata(ld) },
-				e.push, options(cfg, e, u, v1Encoding{queueEncoding{sig: logsSignal}})...)
+			return newLogs(ctx, set, c.(*Config), v1Encoding{queueEncoding{sig: logsSignal}})
 		}, metadata.LogsStability))
 }
 

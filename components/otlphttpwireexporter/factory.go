@@ -75,7 +75,12 @@ func endpointAttributes(u *url.URL) []attribute.KeyValue {
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
-	cfg := c.(*Config)
+	return newLogs(ctx, set, c.(*Config), queueEncoding{sig: logsSignal})
+}
+
+// newLogs is createLogs with the queue's encoding as a parameter, so that a
+// test can queue items in an earlier release's format.
+func newLogs(ctx context.Context, set exporter.Settings, cfg *Config, enc exporterhelper.QueueBatchEncoding[xexporterhelper.Request]) (exporter.Logs, error) {
 	u, err := cfg.signalURL(cfg.LogsEndpoint, "logs")
 	if err != nil {
 		return nil, err
@@ -83,7 +88,7 @@ func createLogs(ctx context.Context, set exporter.Settings, c component.Config) 
 	e := newWireExporter(cfg, set, logsSignal, u)
 	return xexporterhelper.NewLogsRequest(ctx, set,
 		func(_ context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsFromPdata(ld) },
-		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
+		e.push, options(cfg, e, u, enc)...)
 }
 
 func createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
