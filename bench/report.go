@@ -333,8 +333,8 @@ func (r *report) writeSoak(w func(string, ...any), dir string) error {
 	w("## Churn soak: queue_storage's disk use under churn\n\n")
 	w("%.0f records/s for the whole soak while the backend refuses everything for %s, then accepts for at least %s and until every record acknowledged before the recovery has arrived; %d cycles. ", *soakRate, *soakDown, *soakUp, len(k.Cycles))
 	w("Sampled every second: the default exporter's logs queue (`otelcol_exporter_queue_size`, bytes sizer: uncompressed OTLP), the disk use of the queue directory and of the logs queue's own directory `%s` as allocated bytes (st_blocks × 512: segments are fallocated, %.0f MiB each), and the gateway's VmRSS. ", k.Client, mib(k.SegmentBytes))
-	w("The bound is queue_storage's (its README): a queue's segments take at most 2 × its live data + 2 segments, + 1 while rolling. The soak fails if a queue's directory exceeds it at the end of a drained cycle or at rest, or if the last cycle's peak is more than 1.5x the first's beyond the growth of its backlog.\n\n")
-	w("| cycle | backend down | records acknowledged since the previous recovery | all arrived after the recovery | peak queue, MiB | peak disk, logs queue, MiB | peak disk, queue directory, MiB | segments created | drained: queued / disk / bound, MiB | peak RSS, MiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	w("The bound is queue_storage's (its README): a queue's segments take at most 2 × its live data + 2 segments, + 1 while rolling. The soak fails if a queue's directory exceeds it at the end of a drained cycle or at rest, or if the last cycle's peak is more than 1.5x the first's (plus two segments) beyond the growth of its backlog.\n\n")
+	w("| cycle | backend down | records acknowledged while down | all arrived after the recovery | peak queue, MiB | peak disk, logs queue, MiB | peak disk, queue directory, MiB | segments created | drained: queued / disk / bound, MiB | peak RSS, MiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range k.Cycles {
 		w("| %d | %.0f–%.0f s | %d | %.1f s | %.1f | %.1f | %.1f | %d | %.1f / %.1f / %.1f | %.0f |\n", c.N, c.Start.Seconds(), c.Recovered.Seconds(), c.Backlog, c.DrainedAfter.Seconds(),
 			c.PeakQueue/(1<<20), mib(c.PeakClient), mib(c.PeakDisk), c.SegmentsCreated, c.End.QueueBytes/(1<<20), mib(c.End.ClientBytes), mib(c.EndBound), mib(c.PeakRSS))
@@ -368,13 +368,15 @@ func plotSoak(k *scenario.Soak, path string) error {
 		top = max(top, mib(float64(s.DiskBytes)), mib(float64(k.Bound(s.QueueBytes))))
 	}
 	disk, mem := plot.New(), plot.New()
+	ymax := top * 1.45 // room for the legend above the lines
+	disk.Y.Min, disk.Y.Max = 0, ymax
 	disk.Title.Text = "Persistent queue under churn: logs queue size and disk use (allocated)"
 	disk.X.Label.Text, disk.Y.Label.Text = "seconds", "MiB"
 	mem.Title.Text = "Gateway RSS"
 	mem.X.Label.Text, mem.Y.Label.Text = "seconds", "MiB"
 	for _, c := range k.Cycles {
 		x0, x1 := c.Start.Seconds(), c.Recovered.Seconds()
-		shade, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: top * 1.05}, {X: x0, Y: top * 1.05}})
+		shade, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: ymax}, {X: x0, Y: ymax}})
 		if err != nil {
 			return err
 		}
