@@ -1,16 +1,33 @@
 package main
 
 import (
+	"flag"
 	"log"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/scenario"
 )
 
+var (
+	scenarioList = flag.String("scenario-list", "overload,outage,kill9,sigterm,soak", "with -scenarios: which reliability scenarios to run, comma separated (-runs 0 -scenario-list soak runs the churn soak alone)")
+	soakDur      = flag.Duration("soak", 4*time.Minute, "churn soak: about this long, in cycles of -soak-down + -soak-up (at least 3)")
+	soakRate     = flag.Float64("soak-rate", 5000, "churn soak: steady load throughout, records/s")
+	soakDown     = flag.Duration("soak-down", 20*time.Second, "churn soak: backend outage per cycle")
+	soakUp       = flag.Duration("soak-up", 30*time.Second, "churn soak: least time the backend is up per cycle (longer until the backlog has arrived)")
+)
+
+// wantScenario says whether -scenario-list names the scenario.
+func wantScenario(name string) bool {
+	return slices.Contains(strings.Split(*scenarioList, ","), name)
+}
+
 // scenarioRun is one reliability scenario (internal/scenario, the same code
 // test/reliability runs small) at full scale, with its outcome.
 type scenarioRun struct {
+	key           string // its name in -scenario-list
 	Name, Variant string
 	scenario.Result
 	Err string
@@ -19,6 +36,9 @@ type scenarioRun struct {
 func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 	var out []*scenarioRun
 	run := func(sc *scenarioRun, maxSeq int64, f func(t *runTB, r *scenario.Rig, res *scenario.Result)) {
+		if !wantScenario(sc.key) {
+			return
+		}
 		log.Printf("scenario %s (%s)", sc.Name, sc.Variant)
 		if err := measure(sc.Name, func(t *runTB) { f(t, startVariant(t, sc.Variant, maxSeq), &sc.Result) }); err != nil {
 			sc.Err = err.Error()
@@ -26,7 +46,7 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 		out = append(out, sc)
 	}
 
-	run(&scenarioRun{Name: "overload 3x in a 512 MiB cgroup", Variant: "gateway"}, int64(*overloadMax), func(t *runTB, r *scenario.Rig, res *scenario.Result) {
+	run(&scenarioRun{key: "overload", Name: "overload 3x in a 512 MiB cgroup", Variant: "gateway"}, int64(*overloadMax), func(t *runTB, r *scenario.Rig, res *scenario.Result) {
 		rate := 3 * satRate
 		n := min(int(rate*overloadDur.Seconds()), *overloadMax)
 		n -= n % 1000
@@ -41,7 +61,7 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 		Rate: *outageRate, Duration: *outageDur, Poll: 500 * time.Millisecond,
 		Settle: 5 * time.Minute, Deliver: 10 * time.Minute,
 	}
-	run(&scenarioRun{Name: "backend outage", Variant: "gateway"}, int64(*outageRate*outageDur.Seconds()), func(t *runTB, r *scenario.Rig, res *scenario.Result) {
+	run(&scenarioRun{key: "outage", Name: "backend outage", Variant: "gateway"}, int64(*outageRate*outageDur.Seconds()), func(t *runTB, r *scenario.Rig, res *scenario.Result) {
 		scenario.RunBackendOutage(t, r, outage, res)
 	})
 
@@ -52,7 +72,7 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 			Chunks: satChunks, Workers: 8, StopAt: total / 3, Drain: true,
 			Settle: 10 * time.Minute, Deliver: 5 * time.Minute,
 		}
-		run(&scenarioRun{Name: "kill -9 under load", Variant: v}, maxSeq, func(t *runTB, r *scenario.Rig, res *scenario.Result) {
+		run(&scenarioRun{key: "kill9", Name: "kill -9 under load", Variant: v}, maxSeq, func(t *runTB, r *scenario.Rig, res *scenario.Result) {
 			scenario.RunKill9(t, r, kill9, res)
 		})
 	}
@@ -61,8 +81,17 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 		Chunks: satChunks, Workers: 8, StopAt: total / 3, Drain: true,
 		Settle: 10 * time.Minute, Deliver: 5 * time.Minute,
 	}
-	run(&scenarioRun{Name: "SIGTERM under load, restart", Variant: "gateway"}, maxSeq, func(t *runTB, r *scenario.Rig, res *scenario.Result) {
+	run(&scenarioRun{key: "sigterm", Name: "SIGTERM under load, restart", Variant: "gateway"}, maxSeq, func(t *runTB, r *scenario.Rig, res *scenario.Result) {
 		scenario.RunSIGTERM(t, r, sigterm, res)
+	})
+
+	soak := scenario.ChurnSoak{
+		Rate: *soakRate, Cycles: max(3, int(*soakDur/(*soakDown+*soakUp))), Down: *soakDown, Up: *soakUp,
+		DrainTimeout: 3 * time.Minute, Sample: time.Second, MaxGrowth: 1.5,
+		Settle: 5 * time.Minute, Deliver: 10 * time.Minute,
+	}
+	run(&scenarioRun{key: "soak", Name: "churn soak", Variant: "gateway"}, int64(soak.Records()), func(t *runTB, r *scenario.Rig, res *scenario.Result) {
+		scenario.RunChurnSoak(t, r, soak, res)
 	})
 	return out
 }

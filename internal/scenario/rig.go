@@ -128,6 +128,7 @@ type Result struct {
 	Acked, Missing, Duplicated int
 	Statuses                   map[int]int // receiver answers per attempt
 	Notes                      []string
+	Soak                       *Soak // RunChurnSoak's series and per-cycle figures
 }
 
 // note logs a finding and keeps it for the report.
