@@ -291,24 +291,7 @@ func (r *report) plot(path string) error {
 			pair.p.Legend.Add(v, l)
 		}
 	}
-	for _, p := range []*plot.Plot{tp, rss} {
-		p.Legend.Top = true
-		p.Add(plotter.NewGrid())
-	}
-	img := vgimg.New(vg.Points(900), vg.Points(700))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(12), PadY: vg.Points(18)}
-	plots := [][]*plot.Plot{{tp}, {rss}}
-	canvases := plot.Align(plots, tiles, dc)
-	tp.Draw(canvases[0][0])
-	rss.Draw(canvases[1][0])
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
-	return err
+	return writeStacked(path, tp, rss)
 }
 
 // soak returns the churn soak's run, if it ran.
@@ -416,15 +399,20 @@ func plotSoak(k *scenario.Soak, path string) error {
 		l.p.Add(ln)
 		l.p.Legend.Add(l.name, ln)
 	}
-	for _, p := range []*plot.Plot{disk, mem} {
+	return writeStacked(path, disk, mem)
+}
+
+// writeStacked writes top above bottom, x axes aligned, as a PNG.
+func writeStacked(path string, top, bottom *plot.Plot) error {
+	for _, p := range []*plot.Plot{top, bottom} {
 		p.Legend.Top = true
 		p.Add(plotter.NewGrid())
 	}
 	img := vgimg.New(vg.Points(900), vg.Points(700))
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(12), PadY: vg.Points(18)}
-	canvases := plot.Align([][]*plot.Plot{{disk}, {mem}}, tiles, draw.New(img))
-	disk.Draw(canvases[0][0])
-	mem.Draw(canvases[1][0])
+	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, draw.New(img))
+	top.Draw(canvases[0][0])
+	bottom.Draw(canvases[1][0])
 	f, err := os.Create(path)
 	if err != nil {
 		return err
