@@ -52,6 +52,11 @@ func SendLogsGRPC(ctx context.Context, cc *grpc.ClientConn, ld plog.Logs) error 
 // WaitFor polls cond until it holds or timeout passes, and reports which.
 func WaitFor(timeout time.Duration, cond func() bool) bool { return otlpfixture.WaitFor(timeout, cond) }
 
+// WaitEvery is otlpfixture.WaitEvery: WaitFor polling every interval.
+func WaitEvery(timeout, interval time.Duration, cond func() bool) bool {
+	return otlpfixture.WaitEvery(timeout, interval, cond)
+}
+
 // NewSink starts an OTLP sink (otlpfixture.NewSink) closed when the test ends.
 // It also decodes zstd, which exporters may be configured to send.
 func NewSink(t T, opts SinkOptions) *Sink {

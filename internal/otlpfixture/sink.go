@@ -260,8 +260,15 @@ func (s *Sink) WaitForDataPoints(t tb.T, n int, timeout time.Duration) {
 	}
 }
 
-// WaitFor polls cond until it holds or timeout passes, and reports which.
+// WaitFor polls cond every 20 ms until it holds or timeout passes, and
+// reports which.
 func WaitFor(timeout time.Duration, cond func() bool) bool {
+	return WaitEvery(timeout, 20*time.Millisecond, cond)
+}
+
+// WaitEvery is WaitFor polling every interval, for a cond that costs a scrape
+// or a scan of the sink.
+func WaitEvery(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {
@@ -270,7 +277,7 @@ func WaitFor(timeout time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

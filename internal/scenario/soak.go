@@ -199,7 +199,7 @@ func RunChurnSoak(t e2e.T, r *Rig, o ChurnSoak, res *Result) {
 
 		cy.Backlog = s.AckedRecords() - ackedAtDown
 		backlog := s.Acked() // all acknowledged so far: the outage's and the earlier ones
-		drained := pollUntil(o.DrainTimeout, 500*time.Millisecond, func() bool { return r.Sink.Loss(backlog).Missing == 0 })
+		drained := e2e.WaitEvery(o.DrainTimeout, 500*time.Millisecond, func() bool { return r.Sink.Loss(backlog).Missing == 0 })
 		cy.DrainedAfter = time.Since(recovered)
 		if !drained {
 			t.Errorf("cycle %d: %d of the %d records acknowledged before the recovery still missing %s after it", c, r.Sink.Loss(backlog).Missing, len(backlog), o.DrainTimeout)
@@ -224,7 +224,7 @@ func RunChurnSoak(t e2e.T, r *Rig, o ChurnSoak, res *Result) {
 	res.settled(Settle(t, cancel, s, o.Settle))
 	res.delivered(ExpectDelivered(t, r.Sink, s.Acked(), o.Deliver))
 	// At rest: every queue empty, each directory down to its newest segment.
-	if !pollUntil(time.Minute, 500*time.Millisecond, func() bool {
+	if !e2e.WaitEvery(time.Minute, 500*time.Millisecond, func() bool {
 		u := readQueueUse(dir, metrics)
 		for _, q := range u.queues {
 			if q != 0 {
@@ -318,18 +318,6 @@ func maxOf(cs []SoakCycle, f func(SoakCycle) int64) int64 {
 		m = max(m, f(c))
 	}
 	return m
-}
-
-// pollUntil calls cond every interval until it holds or timeout passes.
-func pollUntil(timeout, interval time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(interval)
-	}
-	return true
 }
 
 // queueUse is one reading of a queue directory and of the exporters' queue
