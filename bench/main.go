@@ -333,30 +333,31 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 // CPU profile (`go tool pprof -sample_index=alloc_space`): GC's share of the
 // CPU follows the bytes allocated, and this says whose they are.
 func fetchAllocs(addr, variant, phase string) {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/allocs?seconds=10")
-	if err != nil {
+	f := filepath.Join(*outDir, fmt.Sprintf("%s-%s-%s.allocs.pprof", *name, variant, phase))
+	if err := saveProfile("http://"+addr+"/debug/pprof/allocs?seconds=10", f); err != nil {
 		log.Printf("allocation profile of %s: %v", variant, err)
-		return
+	}
+}
+
+// saveProfile writes what the pprof endpoint at url answers into file.
+func saveProfile(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	f := filepath.Join(*outDir, fmt.Sprintf("%s-%s-%s.allocs.pprof", *name, variant, phase))
-	if err := os.WriteFile(f, raw, 0o644); err != nil {
-		log.Printf("allocation profile of %s: %v", variant, err)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
 	}
+	return os.WriteFile(file, raw, 0o644)
 }
 
 // fetchProfile takes a 10 s CPU profile from the pprof extension and returns the
 // top of `go tool pprof -top`.
 func fetchProfile(t *runTB, addr, variant, phase string) string {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=10")
-	if err != nil {
-		return "profile: " + err.Error()
-	}
-	defer resp.Body.Close()
 	f := filepath.Join(*outDir, fmt.Sprintf("%s-%s-%s.pprof", *name, variant, phase))
-	raw, _ := io.ReadAll(resp.Body)
-	if err := os.WriteFile(f, raw, 0o644); err != nil {
+	if err := saveProfile("http://"+addr+"/debug/pprof/profile?seconds=10", f); err != nil {
 		return "profile: " + err.Error()
 	}
 	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", f).CombinedOutput()
