@@ -40,6 +40,7 @@ var (
 	overloadMax = flag.Int("overload-records", 1500000, "cap on pre-encoded records for the overload")
 	outageDur   = flag.Duration("outage", 60*time.Second, "backend outage duration")
 	outageRate  = flag.Float64("outage-rate", 5000, "steady load during the outage, records/s")
+	altBin      = flag.String("alt-bin", "", "another build of the collector: variants named <variant>-alt run <variant> on it, interleaved with the others (a patched dependency against the shipped one)")
 	outDir      = flag.String("out", "", "results directory (default <repo>/bench/results)")
 	variantList = flag.String("variants", "floor,gateway,gateway-memory,upstream,upstream-file", "variants to run, comma separated, in this order on odd runs and reversed on even ones (see variants.go)")
 )
@@ -64,6 +65,11 @@ func main() {
 	satChunks := e2e.EncodeChunks(int64(steadyN), *satRecords/1000, 1000)
 	r.PayloadBytes = avgRecordBytes(satChunks[0])
 
+	for _, v := range strings.Split(*variantList, ",") {
+		if strings.HasSuffix(v, "-alt") && *altBin == "" {
+			log.Fatalf("variant %s runs on another build: set -alt-bin", v)
+		}
+	}
 	for i := 0; i < *runs; i++ {
 		order := strings.Split(*variantList, ",")
 		if i%2 == 1 {
@@ -85,6 +91,9 @@ func main() {
 			}
 			res.Variant = v
 			r.Runs = append(r.Runs, res)
+			// Each run's own figures, so that a spread can be read back (the
+			// report keeps only medians and extremes).
+			log.Printf("run %d/%d: %s: %.1f CPU-s per million at %.0f/s, %.1f at saturation", i+1, *runs, v, res.SteadyCPUsPerM, *steadyRate, res.SatCPUsPerM)
 		}
 	}
 
@@ -181,7 +190,7 @@ func startVariant(t *runTB, variant string, maxSeq int64) *scenario.Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scenario.NewRig(t, scenario.RigOptions{Args: args, MaxSeq: maxSeq, Env: variantEnv(variant)})
+	return scenario.NewRig(t, scenario.RigOptions{Args: args, MaxSeq: maxSeq, Env: variantEnv(variant), Binary: variantBinary(variant)})
 }
 
 func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, profile bool) *runResult {

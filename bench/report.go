@@ -109,7 +109,7 @@ func (r *report) write(dir string) error {
 func (r *report) writePerf(w func(string, ...any)) {
 	w("| variant | what |\n|---|---|\n")
 	for _, v := range r.variants(true) {
-		w("| %s | %s |\n", v, variantInfo[v])
+		w("| %s | %s |\n", v, describeVariant(v))
 	}
 	w("\n")
 

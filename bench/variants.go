@@ -44,6 +44,24 @@ func variantEnv(variant string) []string {
 	return nil
 }
 
+// describeVariant is variantInfo's line for v, saying which build an -alt
+// variant ran.
+func describeVariant(v string) string {
+	if base, ok := strings.CutSuffix(v, "-alt"); ok {
+		return fmt.Sprintf("%s; run on another build, `%s`", variantInfo[base], *altBin)
+	}
+	return variantInfo[v]
+}
+
+// variantBinary is the build a variant runs: -alt-bin for <variant>-alt,
+// the shared binary otherwise.
+func variantBinary(variant string) string {
+	if strings.HasSuffix(variant, "-alt") {
+		return *altBin
+	}
+	return ""
+}
+
 // variantConfig writes the config of variant into dir and returns the
 // --config arguments, receiver TLS included.
 func variantConfig(variant, dir string) ([]string, error) {
@@ -63,7 +81,7 @@ func variantConfig(variant, dir string) ([]string, error) {
 	}
 	var text string
 	var edits [][2]string
-	variant = strings.TrimSuffix(variant, "-madvfree")
+	variant = strings.TrimSuffix(strings.TrimSuffix(variant, "-alt"), "-madvfree")
 	switch variant {
 	case "gateway":
 		return []string{"--config", filepath.Join(root, "config", "gateway.yaml"), "--config", tls}, nil

@@ -107,6 +107,9 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Dir is the working directory; a fresh temp dir when empty.
 	Dir string
+	// Binary runs another build instead of the shared one (the benchmark's
+	// comparison of two builds); the shared binary when empty.
+	Binary string
 }
 
 // Collector is a running otelcol-relay process.
@@ -139,7 +142,11 @@ func Start(t T, config string, opts Options) *Collector {
 		configPath = WriteConfig(t, config)
 		args = []string{"--config", configPath}
 	}
-	c := launch(t, Binary(t), args, opts.Env, opts.Dir)
+	bin := opts.Binary
+	if bin == "" {
+		bin = Binary(t)
+	}
+	c := launch(t, bin, args, opts.Env, opts.Dir)
 	c.ConfigPath = configPath
 	if !opts.NoWait {
 		timeout := opts.ReadyTimeout

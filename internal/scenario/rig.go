@@ -17,10 +17,11 @@ import (
 // Rig is one gateway as the StatefulSet runs it (config/gateway.yaml with mTLS
 // on the receiver, config/receiver-tls.yaml) in front of a TLS backend sink.
 type Rig struct {
-	Sink *e2e.Sink
-	GW   *e2e.Gateway
-	Rcv  *e2e.ReceiverTLS
-	args []string
+	Sink   *e2e.Sink
+	GW     *e2e.Gateway
+	Rcv    *e2e.ReceiverTLS
+	args   []string
+	binary string
 }
 
 // RigOptions changes how the rig's gateway runs.
@@ -33,6 +34,8 @@ type RigOptions struct {
 	// MaxSeq makes the sink keep only per-sequence counts below it
 	// (otlpfixture.SinkOptions.MaxSeq): millions of records at full scale.
 	MaxSeq int64
+	// Binary runs another build of the collector (e2e.Options.Binary).
+	Binary string
 }
 
 // NewRig issues the backend's and the receiver's TLS material, starts the sink
@@ -49,7 +52,7 @@ func NewRig(t e2e.T, o RigOptions) *Rig {
 		QueueDir:   o.QueueDir,
 		Env:        o.Env,
 	})
-	r := &Rig{Sink: sink, GW: gw, Rcv: rcv, args: gw.Args}
+	r := &Rig{Sink: sink, GW: gw, Rcv: rcv, args: gw.Args, binary: o.Binary}
 	if o.Args != nil {
 		r.args = o.Args
 	}
@@ -63,7 +66,7 @@ func (r *Rig) Args() []string { return r.args }
 // waits until it is ready.
 func (r *Rig) Start(t e2e.T) *e2e.Collector {
 	t.Helper()
-	return e2e.Start(t, "", e2e.Options{Env: r.GW.Env, Args: r.args, ReadyTimeout: 90 * time.Second})
+	return e2e.Start(t, "", e2e.Options{Env: r.GW.Env, Args: r.args, Binary: r.binary, ReadyTimeout: 90 * time.Second})
 }
 
 // Sender is a fluent-bit-like sender to the gateway's OTLP/HTTP receiver.
