@@ -14,7 +14,8 @@ import (
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
 	"floor":                   "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests, three passes",
-	"gateway":                 "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway":                 "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: OTLP/HTTP into otlp_http_pooled, memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway-otlp":            "the shipped gateway with its OTLP/HTTP intake back on upstream's `otlp` receiver (the same settings under `otlp::protocols::http`) instead of `otlp_http_pooled` (components/otlphttppooledreceiver): a new, zeroed body buffer per request",
 	"gateway-memory":          "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
 	"gateway-file":            "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
 	"gateway-file-nocompact":  "gateway-file with file_storage's compaction off (`on_start` and `on_rebound` false, upstream's default): no rebound check every 5 s, no copy of the database when a backlog drains",
@@ -134,6 +135,10 @@ func variantConfig(variant, dir string) ([]string, error) {
 		text, edits = string(gw), [][2]string{{"    limit_percentage: 80\n  # At most", "    limit_percentage: 80\n    gc_percent: 200\n  # At most"}}
 	case "gateway-gzip1":
 		text, edits = string(gw), [][2]string{{"    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n", "    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n    compression_params:\n      level: 1\n"}}
+	case "gateway-otlp":
+		if text, err = upstreamHTTPIntake(string(gw)); err != nil {
+			return nil, err
+		}
 	case "gateway-groupbyattrs":
 		text, edits = string(gw), [][2]string{
 			{"  attributes_to_resource/pod:\n", "  groupbyattrs/pod:\n"},
@@ -159,4 +164,29 @@ func variantConfig(variant, dir string) ([]string, error) {
 		return nil, err
 	}
 	return []string{"--config", p, "--config", tls}, nil
+}
+
+// upstreamHTTPIntake moves the shipped gateway's otlp_http_pooled block, as it
+// is, under otlp::protocols::http and takes otlp_http_pooled out of the
+// pipelines: the swap back to upstream that gateway.yaml describes.
+func upstreamHTTPIntake(gw string) (string, error) {
+	const head, next, grpc = "  otlp_http_pooled:\n", "\nprocessors:\n", "  otlp:\n    protocols:\n      grpc:\n"
+	start, end := strings.Index(gw, head), strings.Index(gw, next)
+	if strings.Count(gw, head) != 1 || strings.Count(gw, next) != 1 || start > end || strings.Count(gw, grpc) != 1 {
+		return "", fmt.Errorf("variant gateway-otlp: config/gateway.yaml no longer has one %q block before %q and one %q", head, next, grpc)
+	}
+	var http strings.Builder
+	http.WriteString("      http:\n")
+	for _, line := range strings.SplitAfter(gw[start+len(head):end+1], "\n") {
+		if strings.TrimSpace(line) != "" {
+			http.WriteString("    " + line)
+		}
+	}
+	text := gw[:start] + gw[end:]
+	text = strings.Replace(text, grpc, "  otlp:\n    protocols:\n"+http.String()+"      grpc:\n", 1)
+	const pipelines = "      receivers: [otlp, otlp_http_pooled]\n"
+	if n := strings.Count(text, pipelines); n != 3 {
+		return "", fmt.Errorf("variant gateway-otlp: %q is in config/gateway.yaml %d times, want 3 (logs, metrics, traces)", pipelines, n)
+	}
+	return strings.ReplaceAll(text, pipelines, "      receivers: [otlp]\n"), nil
 }
