@@ -35,9 +35,10 @@ import (
 // persistent byte-sized queue in front of an unreachable backend (queue size and
 // capacity, send failures, for each signal), certwatch on that exporter
 // (certificate expiry), a memory_limiter that refuses everything behind a second
-// receiver (its own refusals and the receiver's),
-// and federation_types against an unreachable Prometheus (metadata age). The
-// telemetry settings are the gateway's (level normal, a pull reader).
+// receiver (its own refusals and the receiver's), and federation_types against
+// an unreachable Prometheus (metadata age). Both receivers are otlp_http_pooled,
+// the gateway's OTLP/HTTP intake. The telemetry settings are the gateway's (level
+// normal, a pull reader).
 const alertsSourceConfig = `
 extensions:
   file_storage:
@@ -52,10 +53,10 @@ extensions:
     cert_file: ${env:T_CERTS}/tls.crt
     key_file: ${env:T_CERTS}/tls.key
 receivers:
-  otlp:
-    protocols: {http: {endpoint: "${env:T_HTTP}"}}
-  otlp/limited:
-    protocols: {http: {endpoint: "${env:T_HTTP_LIMITED}"}}
+  otlp_http_pooled:
+    endpoint: "${env:T_HTTP}"
+  otlp_http_pooled/limited:
+    endpoint: "${env:T_HTTP_LIMITED}"
 processors:
   memory_limiter:
     check_interval: 100ms
@@ -78,12 +79,12 @@ service:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
   pipelines:
-    logs: {receivers: [otlp], exporters: [otlp_http/default]}
-    metrics: {receivers: [otlp], processors: [federation_types], exporters: [otlp_http/default]}
-    traces: {receivers: [otlp], exporters: [otlp_http/default]}
-    logs/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
-    metrics/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
-    traces/limited: {receivers: [otlp/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
+    logs: {receivers: [otlp_http_pooled], exporters: [otlp_http/default]}
+    metrics: {receivers: [otlp_http_pooled], processors: [federation_types], exporters: [otlp_http/default]}
+    traces: {receivers: [otlp_http_pooled], exporters: [otlp_http/default]}
+    logs/limited: {receivers: [otlp_http_pooled/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
+    metrics/limited: {receivers: [otlp_http_pooled/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
+    traces/limited: {receivers: [otlp_http_pooled/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
 `
 
 // promql parses expressions and series the way Prometheus does.
