@@ -7,7 +7,7 @@ import (
 
 const exposition = `# HELP otelcol_receiver_accepted_log_records_total Records accepted.
 # TYPE otelcol_receiver_accepted_log_records_total counter
-otelcol_receiver_accepted_log_records_total{receiver="otlp",transport="http"} 10
+otelcol_receiver_accepted_log_records_total{receiver="otlp_http_pooled",transport="http"} 10
 otelcol_receiver_accepted_log_records_total{receiver="otlp",transport="grpc"} 5
 # HELP otelcol_exporter_queue_size Queue size.
 # TYPE otelcol_exporter_queue_size gauge
@@ -30,6 +30,7 @@ func TestSum(t *testing.T) {
 	}{
 		{"otelcol_receiver_accepted_log_records", nil, 15, true},
 		{"otelcol_receiver_accepted_log_records", map[string]string{"transport": "grpc"}, 5, true},
+		{"otelcol_receiver_accepted_log_records", map[string]string{"receiver": "otlp_http_pooled"}, 10, true},
 		{"otelcol_exporter_queue_size", map[string]string{"data_type": "logs"}, 2048, true},
 		{"otelcol_exporter_queue_size", map[string]string{"data_type": "traces"}, 0, false},
 		{"otelcol_processor_federation_types_metadata_age", nil, 3.5, true},

@@ -18,9 +18,10 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
-// certwatchConfig relays logs from the otlp receiver to one backend whose TLS
-// material comes from certwatch. The exporter's own tls: block stays at its
-// default (it is read once at start); https:// turns TLS on and certwatch's
+// certwatchConfig relays logs from the gateway's OTLP/HTTP receiver
+// (otlp_http_pooled) to one backend whose TLS material comes from certwatch.
+// The exporter's own tls: block stays at its default (it is read once at
+// start); https:// turns TLS on and certwatch's
 // credentials replace the exporter's. The queue and unlimited retries hold what
 // cannot be delivered while the backend's new CA is not trusted yet.
 const certwatchConfig = `
@@ -31,9 +32,7 @@ extensions:
     key_file: ${env:T_CERTS}/tls.key
     poll_interval: 2s
 receivers:
-  otlp:
-    protocols:
-      http: {endpoint: "${env:T_HTTP}"}
+  otlp_http_pooled: {endpoint: "${env:T_HTTP}"}
 exporters:
   %[1]s/backend:
     endpoint: https://${env:T_SINK}
@@ -48,7 +47,7 @@ service:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
   pipelines:
-    logs: {receivers: [otlp], exporters: [%[1]s/backend]}
+    logs: {receivers: [otlp_http_pooled], exporters: [%[1]s/backend]}
 `
 
 // certwatchTimeout bounds each wait: generous, the machine is small and shared.

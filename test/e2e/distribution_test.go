@@ -37,8 +37,9 @@ type relay struct {
 	grpcMetrics string
 }
 
-// passThroughConfig is the smallest production-shaped pipeline: otlp in,
-// memory_limiter and batch, otlp_grpc out to the sink.
+// passThroughConfig is the smallest production-shaped pipeline: the gateway's
+// receivers in (otlp for gRPC, otlp_http_pooled for OTLP/HTTP), memory_limiter
+// and batch, otlp_grpc out to the sink.
 const passThroughConfig = `
 extensions:
   health_check:
@@ -47,7 +48,7 @@ receivers:
   otlp:
     protocols:
       grpc: {endpoint: "${env:T_GRPC}"}
-      http: {endpoint: "${env:T_HTTP}"}
+  otlp_http_pooled: {endpoint: "${env:T_HTTP}"}
 processors:
   memory_limiter: {check_interval: 1s, limit_percentage: 80, spike_limit_percentage: 20}
   batch: {timeout: 200ms, send_batch_size: 2000, send_batch_max_size: 2000}
@@ -67,8 +68,8 @@ service:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
   pipelines:
-    logs: {receivers: [otlp], processors: [memory_limiter, batch], exporters: [otlp_grpc/plaintext-sink]}
-    metrics: {receivers: [otlp], processors: [memory_limiter, batch], exporters: [otlp_grpc/plaintext-sink]}
+    logs: {receivers: [otlp, otlp_http_pooled], processors: [memory_limiter, batch], exporters: [otlp_grpc/plaintext-sink]}
+    metrics: {receivers: [otlp, otlp_http_pooled], processors: [memory_limiter, batch], exporters: [otlp_grpc/plaintext-sink]}
 `
 
 func startRelay(t *testing.T) *relay {
@@ -108,7 +109,7 @@ func TestComponentsListsEveryComponent(t *testing.T) {
 		"otlp_grpc", "otlp_http", "debug",
 		"health_check", "file_storage", "pprof", "certwatch",
 		"federation_types", "groupbyattrs", "gomemlimit", "admission", "queue_storage",
-		"pod_identity", "attributes_to_resource",
+		"pod_identity", "attributes_to_resource", "otlp_http_pooled",
 	} {
 		if !regexp.MustCompile(`(?m)^\s*- name: ` + regexp.QuoteMeta(name) + `\s*$`).MatchString(out) {
 			t.Errorf("components does not list %q", name)
@@ -425,9 +426,14 @@ func TestHealthAndSelfMetrics(t *testing.T) {
 	r.sink.WaitForLogRecords(t, 123, time.Minute)
 
 	// The exporter's counter is updated after the sink answered; poll for it.
-	want := map[string]float64{
-		"otelcol_receiver_accepted_log_records": 123,
-		"otelcol_exporter_sent_log_records":     123,
+	// The HTTP intake's counters carry the labels dashboards and alerts select.
+	want := []struct {
+		name  string
+		match map[string]string
+		v     float64
+	}{
+		{"otelcol_receiver_accepted_log_records", map[string]string{"receiver": "otlp_http_pooled", "transport": "http"}, 123},
+		{"otelcol_exporter_sent_log_records", nil, 123},
 	}
 	var body string
 	deadline := time.Now().Add(30 * time.Second)
@@ -438,8 +444,8 @@ func TestHealthAndSelfMetrics(t *testing.T) {
 			t.Fatalf("self-metrics do not parse: %v\n%s", err, body)
 		}
 		ok := true
-		for name, v := range want {
-			if got, _ := m.Sum(name, nil); got != v {
+		for _, w := range want {
+			if got, _ := m.Sum(w.name, w.match); got != w.v {
 				ok = false
 			}
 		}
@@ -447,9 +453,9 @@ func TestHealthAndSelfMetrics(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			for name, v := range want {
-				got, _ := m.Sum(name, nil)
-				t.Errorf("%s = %v, want %v", name, got, v)
+			for _, w := range want {
+				got, _ := m.Sum(w.name, w.match)
+				t.Errorf("%s%v = %v, want %v", w.name, w.match, got, w.v)
 			}
 			t.Fatalf("self-metrics:\n%s", body)
 		}

@@ -85,8 +85,9 @@ func (e engine) inspect(t *testing.T, name, format string) string {
 }
 
 // TestImageRelaysLogsUnderProductionConstraints mounts a config that forwards to a
-// sink in the test, checks health, sends OTLP logs and checks they arrive, and that
-// the process runs as uid 10001 with the limits asked for.
+// sink in the test, checks health, sends OTLP logs to the gateway's HTTP intake
+// (otlp_http_pooled) and checks they arrive, and that the process runs as uid
+// 10001 with the limits asked for.
 func TestImageRelaysLogsUnderProductionConstraints(t *testing.T) {
 	e := newEngine(t)
 	sink := e2e.NewSink(t, e2e.SinkOptions{})
@@ -96,8 +97,7 @@ func TestImageRelaysLogsUnderProductionConstraints(t *testing.T) {
 extensions:
   health_check: {endpoint: %q}
 receivers:
-  otlp:
-    protocols: {http: {endpoint: %q}}
+  otlp_http_pooled: {endpoint: %q}
 processors:
   memory_limiter: {check_interval: 1s, limit_percentage: 80, spike_limit_percentage: 20}
 exporters:
@@ -109,7 +109,7 @@ service:
   extensions: [health_check]
   telemetry: {metrics: {level: none}}
   pipelines:
-    logs: {receivers: [otlp], processors: [memory_limiter], exporters: [otlp_grpc/plaintext-sink]}
+    logs: {receivers: [otlp_http_pooled], processors: [memory_limiter], exporters: [otlp_grpc/plaintext-sink]}
 `, healthAddr, httpAddr, sink.GRPCAddr)
 	if err := os.WriteFile(dir+"/config.yaml", []byte(config), 0o644); err != nil {
 		t.Fatal(err)
