@@ -108,7 +108,7 @@ func TestComponentsListsEveryComponent(t *testing.T) {
 		"otlp_grpc", "otlp_http", "debug",
 		"health_check", "file_storage", "pprof", "certwatch",
 		"federation_types", "groupbyattrs", "gomemlimit", "admission", "queue_storage",
-		"pod_identity", "attributes_to_resource",
+		"pod_identity", "attributes_to_resource", "otlp_http_pooled",
 	} {
 		if !regexp.MustCompile(`(?m)^\s*- name: ` + regexp.QuoteMeta(name) + `\s*$`).MatchString(out) {
 			t.Errorf("components does not list %q", name)
