@@ -14,6 +14,7 @@ import (
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
 	"floor":                   "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests, three passes",
+	"floor-klauspost":         "the floor with klauspost/compress's gzip (the library otlp_http_wire compresses with) instead of the standard library's, at its default level; gunzip stays the standard library's, as in confighttp's receiver",
 	"gateway":                 "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
 	"gateway-memory":          "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
 	"gateway-file":            "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
@@ -35,6 +36,9 @@ var variantInfo = map[string]string{
 	"gateway-gzip1":           "the shipped gateway with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
 	"gateway-groupbyattrs":    "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) back instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
 }
+
+// isFloor says whether v is measured in process rather than as a collector.
+func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" }
 
 // variantEnv is what a variant adds to the collector's environment.
 func variantEnv(variant string) []string {
