@@ -204,6 +204,7 @@ func startVariant(t *runTB, variant string, maxSeq int64) *scenario.Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	args = append(args, variantFlags(variant)...)
 	return scenario.NewRig(t, scenario.RigOptions{Args: args, MaxSeq: maxSeq, Env: variantEnv(variant), Binary: variantBinary(variant)})
 }
 
