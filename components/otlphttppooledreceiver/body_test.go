@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 	"testing/iotest"
 
@@ -107,3 +108,40 @@ type failingCloser struct {
 }
 
 func (f failingCloser) Close() error { return f.err }
+
+// The free list survives garbage collections (a sync.Pool does not), keeps at
+// most keptBuffers, none above keptBufferBytes, and a new buffer starts large
+// enough for the largest body seen, so reading it neither grows nor copies.
+func TestBodyPoolKeepsBuffersBounded(t *testing.T) {
+	p := newBodyPool()
+	body := bytes.Repeat([]byte("x"), 1<<20)
+	read := func() *bytes.Buffer {
+		b := p.get()
+		_, err := b.ReadFrom(bytes.NewReader(body))
+		require.NoError(t, err)
+		return b
+	}
+	first := read()
+	p.put(first)
+	runtime.GC()
+	runtime.GC()
+	again := p.get()
+	assert.Same(t, first, again, "a buffer handed back is lent again, across garbage collections")
+	assert.Zero(t, again.Len())
+
+	fresh := p.get() // the free list is empty: a new buffer, sized for the largest body
+	require.GreaterOrEqual(t, fresh.Cap(), len(body)+bytes.MinRead)
+	before := fresh.Cap()
+	_, err := fresh.ReadFrom(bytes.NewReader(body))
+	require.NoError(t, err)
+	assert.Equal(t, before, fresh.Cap(), "reading the largest body again needs no growth")
+
+	for range keptBuffers + 4 {
+		p.put(new(bytes.Buffer))
+	}
+	assert.Len(t, p.free, keptBuffers)
+
+	q := newBodyPool()
+	q.put(bytes.NewBuffer(make([]byte, 0, keptBufferBytes+1)))
+	assert.Empty(t, q.free, "a buffer above keptBufferBytes is left to the GC")
+}
