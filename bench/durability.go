@@ -11,7 +11,7 @@ import (
 func (r *report) variants(withFloor bool) []string {
 	var out []string
 	for _, v := range strings.Split(*variantList, ",") {
-		if (v != "floor" || withFloor) && len(r.values(v, func(*runResult) float64 { return 0 })) > 0 {
+		if (!isFloor(v) || withFloor) && len(r.values(v, func(*runResult) float64 { return 0 })) > 0 {
 			out = append(out, v)
 		}
 	}

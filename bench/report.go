@@ -154,7 +154,11 @@ func (r *report) writePerf(w func(string, ...any)) {
 	gw := r.median("gateway", func(x *runResult) float64 { return x.SatPerCore })
 	up := r.median("upstream", func(x *runResult) float64 { return x.SatPerCore })
 	if floor > 0 && gw > 0 {
-		w("\nGateway: %.0f%% of the floor, %.2fx upstream defaults' records per CPU-second.\n\n", 100*gw/floor, gw/max(up, 1))
+		w("\nGateway: %.0f%% of the floor, %.2fx upstream defaults' records per CPU-second.\n", 100*gw/floor, gw/max(up, 1))
+		if fk := r.median("floor-klauspost", func(x *runResult) float64 { return x.SatPerCore }); fk > 0 {
+			w("With the exporter's gzip library in the floor too (floor-klauspost): %.0f%% of it.\n", 100*gw/fk)
+		}
+		w("\n")
 	}
 
 	r.writeDurability(w)
@@ -252,7 +256,7 @@ func (r *report) plot(path string) error {
 	}
 	last := map[string]*runResult{}
 	for _, x := range r.Runs {
-		if x.Variant != "floor" {
+		if !isFloor(x.Variant) {
 			last[x.Variant] = x
 		}
 	}

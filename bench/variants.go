@@ -13,29 +13,44 @@ import (
 // gateway and upstream are the shipped files with a few lines replaced, so
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
-	"floor":                   "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests, three passes",
-	"gateway":                 "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: OTLP/HTTP into otlp_http_pooled, memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
-	"gateway-otlp":            "the shipped gateway with its OTLP/HTTP intake back on upstream's `otlp` receiver (the same settings under `otlp::protocols::http`) instead of `otlp_http_pooled` (components/otlphttppooledreceiver): a new, zeroed body buffer per request",
-	"gateway-memory":          "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
-	"gateway-file":            "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
-	"gateway-file-nocompact":  "gateway-file with file_storage's compaction off (`on_start` and `on_rebound` false, upstream's default): no rebound check every 5 s, no copy of the database when a backlog drains",
-	"gateway-file-eager":      "gateway-file with online compaction as soon as a backlog drains (`rebound_needed_threshold_mib: 16`, `rebound_trigger_threshold_mib: 4`, `check_interval: 1s`; defaults 100, 10, 5s): a small bbolt file and freelist at the price of more copies",
-	"gateway-queue":           "the same gateway on a `queue_storage` of its own (components/queuestorageextension), fsync off",
-	"gateway-queue-fsync":     "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
-	"gateway-durable":         "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending each pipeline (`e2e.DurableQueueConfig`): persisted once, forwarded from memory",
-	"gateway-durable-gc":      "gateway-durable with `gomemlimit: {gc_percent: 300}`: a higher GC target, the memory limit as the backstop",
-	"gateway-durable-fsync":   "gateway-durable with `fsync: true` on its queue_storage (survives a node crash)",
-	"upstream":                "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
-	"upstream-file":           "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
-	"gateway-otlphttp":        "the same gateway with upstream's `otlp_http` exporter instead of `otlp_http_wire`, on the same queue_storage: the queue encodes, decodes on read back and the exporter encodes again (shipped until session 4, on file_storage)",
-	"gateway-otlphttp-memory": "gateway-otlphttp with an in-memory sending queue: the in-memory gateway that issue 15's ratios were first measured against",
-	"gateway-cache128":        "the shipped gateway with `memory_cache_size: 134217728` on its queue_storage (default 32 MiB): a backlog up to 128 MiB is read back from memory, as an in-memory queue would hold it",
-	"gateway-gc200":           "the shipped gateway with `gomemlimit: {gc_percent: 200}`: half as many GC cycles (each one also lets the runtime return memory to the kernel, which the next large request faults back in), the memory limit as the backstop",
-	"gateway-madvfree":        "the shipped gateway run with `GODEBUG=madvdontneed=0`: the Go runtime returns memory with MADV_FREE, so a page it gives back and touches again is not faulted in anew unless the kernel needed it meanwhile",
-	"gateway-memory-madvfree": "gateway-memory run with `GODEBUG=madvdontneed=0`",
-	"gateway-gzip1":           "the shipped gateway with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
-	"gateway-groupbyattrs":    "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) back instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
+	"floor":                    "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests, three passes",
+	"floor-klauspost":          "the floor with klauspost/compress's gzip (the library otlp_http_wire compresses with) instead of the standard library's, at its default level; gunzip stays the standard library's, as in confighttp's receiver",
+	"gateway":                  "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: OTLP/HTTP into otlp_http_pooled, memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway-otlp":             "the shipped gateway with its OTLP/HTTP intake back on upstream's `otlp` receiver (the same settings under `otlp::protocols::http`) instead of `otlp_http_pooled` (components/otlphttppooledreceiver): a new, zeroed body buffer per request",
+	"gateway-memory":           "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
+	"gateway-file":             "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
+	"gateway-file-nocompact":   "gateway-file with file_storage's compaction off (`on_start` and `on_rebound` false, upstream's default): no rebound check every 5 s, no copy of the database when a backlog drains",
+	"gateway-file-eager":       "gateway-file with online compaction as soon as a backlog drains (`rebound_needed_threshold_mib: 16`, `rebound_trigger_threshold_mib: 4`, `check_interval: 1s`; defaults 100, 10, 5s): a small bbolt file and freelist at the price of more copies",
+	"gateway-queue":            "the same gateway on a `queue_storage` of its own (components/queuestorageextension), fsync off",
+	"gateway-queue-fsync":      "the same gateway on `queue_storage` with `fsync: true` (survives a node crash)",
+	"gateway-durable":          "the same gateway with the exporter's sending_queue disabled and a `durable_queue` processor (components/durablequeueprocessor) on `queue_storage` ending each pipeline (`e2e.DurableQueueConfig`): persisted once, forwarded from memory",
+	"gateway-durable-gc":       "gateway-durable with `gomemlimit: {gc_percent: 300}`: a higher GC target, the memory limit as the backstop",
+	"gateway-durable-fsync":    "gateway-durable with `fsync: true` on its queue_storage (survives a node crash)",
+	"upstream":                 "`bench/upstream-defaults.yaml`: same receivers, TLS and processors, plus `batch: {}` (8,192 items / 200 ms), otlp_http with the default in-memory queue and gzip",
+	"upstream-file":            "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
+	"gateway-otlphttp":         "the same gateway with upstream's `otlp_http` exporter instead of `otlp_http_wire`, on the same queue_storage: the queue encodes, decodes on read back and the exporter encodes again (shipped until session 4, on file_storage)",
+	"gateway-otlphttp-memory":  "gateway-otlphttp with an in-memory sending queue: the in-memory gateway that issue 15's ratios were first measured against",
+	"gateway-cache128":         "the shipped gateway with `memory_cache_size: 134217728` on its queue_storage (default 32 MiB): a backlog up to 128 MiB is read back from memory, as an in-memory queue would hold it",
+	"gateway-gc200":            "the shipped gateway with `gomemlimit: {gc_percent: 200}`: half as many GC cycles (each one also lets the runtime return memory to the kernel, which the next large request faults back in), the memory limit as the backstop",
+	"gateway-madvfree":         "the shipped gateway run with `GODEBUG=madvdontneed=0`: the Go runtime returns memory with MADV_FREE, so a page it gives back and touches again is not faulted in anew unless the kernel needed it meanwhile",
+	"gateway-memory-madvfree":  "gateway-memory run with `GODEBUG=madvdontneed=0`",
+	"gateway-protopool":        "the shipped gateway run with `--feature-gates=pdata.useProtoPooling` (alpha): pdata takes its objects from pools and the pipeline's reference counting hands them back when the data has left it",
+	"gateway-memory-protopool": "gateway-memory with `--feature-gates=pdata.useProtoPooling`",
+	"gateway-gzip1":            "the shipped gateway with `compression_params: {level: 1}` (gzip's fastest level instead of its default 6)",
+	"gateway-groupbyattrs":     "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) back instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
 }
+
+// variantFlags are the command-line flags a variant adds after its --config
+// arguments.
+func variantFlags(variant string) []string {
+	if strings.HasSuffix(variant, "-protopool") {
+		return []string{"--feature-gates=pdata.useProtoPooling"}
+	}
+	return nil
+}
+
+// isFloor says whether v is measured in process rather than as a collector.
+func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" }
 
 // variantEnv is what a variant adds to the collector's environment.
 func variantEnv(variant string) []string {
@@ -82,7 +97,7 @@ func variantConfig(variant, dir string) ([]string, error) {
 	}
 	var text string
 	var edits [][2]string
-	variant = strings.TrimSuffix(strings.TrimSuffix(variant, "-alt"), "-madvfree")
+	variant = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(variant, "-alt"), "-madvfree"), "-protopool")
 	switch variant {
 	case "gateway":
 		return []string{"--config", filepath.Join(root, "config", "gateway.yaml"), "--config", tls}, nil
