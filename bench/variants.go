@@ -13,9 +13,9 @@ import (
 // gateway and upstream are the shipped files with a few lines replaced, so
 // they differ from them in the queue's storage only.
 var variantInfo = map[string]string{
-	"floor":                    "in process, no network: gunzip + pdata unmarshal + marshal + gzip (default level, as the exporter) of the same 1,000-record requests, three passes",
+	"floor":                    "in process, no network: gunzip + pdata unmarshal + marshal + gzip (the standard library's, default level: measuring.md's floor) of the same 1,000-record requests, three passes",
 	"floor-klauspost":          "the floor with klauspost/compress's gzip (the library otlp_http_wire compresses with) instead of the standard library's, at its default level; gunzip stays the standard library's, as in confighttp's receiver",
-	"gateway":                  "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: OTLP/HTTP into otlp_http_pooled, memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http with its persistent queue and exporter-side batching (2,000 items), certwatch",
+	"gateway":                  "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: OTLP/HTTP into otlp_http_pooled, memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http_wire with its persistent queue on queue_storage and exporter-side batching (2,000 items), certwatch",
 	"gateway-otlp":             "the shipped gateway with its OTLP/HTTP intake back on upstream's `otlp` receiver (the same settings under `otlp::protocols::http`) instead of `otlp_http_pooled` (components/otlphttppooledreceiver): a new, zeroed body buffer per request",
 	"gateway-memory":           "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
 	"gateway-file":             "the same gateway on `file_storage` (bbolt), as shipped before queue_storage",
