@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/otelcol-relay/otelcol-relay/components/internal/otlpstatus"
 )
 
 // The HTTP semantics below are upstream otlpreceiver v0.165.0's (otlphttp.go,
@@ -185,9 +187,9 @@ func statusFromConsumerError(err error) error {
 func writeError(w http.ResponseWriter, enc encoding, err error, statusCode int) {
 	s, ok := status.FromError(err)
 	if ok {
-		statusCode = httpStatusCode(s.Code())
+		statusCode = otlpstatus.ToHTTP(s.Code())
 	} else {
-		s = statusFromHTTP(err.Error(), statusCode)
+		s = status.New(otlpstatus.FromHTTP(statusCode), err.Error())
 	}
 	writeStatus(w, enc, statusCode, s)
 }
@@ -195,7 +197,7 @@ func writeError(w http.ResponseWriter, enc encoding, err error, statusCode int) 
 // errorHandler answers confighttp's own refusals (a bad Content-Encoding, a
 // body over max_request_body_size, ...) in the request's encoding.
 func errorHandler(w http.ResponseWriter, r *http.Request, msg string, statusCode int) {
-	s := statusFromHTTP(msg, statusCode)
+	s := status.New(otlpstatus.FromHTTP(statusCode), msg)
 	enc := jsonEncoding
 	if mediaType(r.Header.Get("Content-Type")) == pbContentType {
 		enc = protoEncoding
@@ -224,44 +226,4 @@ func writeResponse(w http.ResponseWriter, contentType string, statusCode int, ms
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(statusCode)
 	_, _ = w.Write(msg) // the client may be gone; nothing else to tell it
-}
-
-// httpStatusCode maps a gRPC code to the OTLP/HTTP status: 503 and 429 are
-// retryable, the rest are not.
-func httpStatusCode(c codes.Code) int {
-	switch c {
-	case codes.Canceled, codes.DeadlineExceeded, codes.Aborted, codes.OutOfRange, codes.Unavailable, codes.DataLoss:
-		return http.StatusServiceUnavailable
-	case codes.ResourceExhausted:
-		return http.StatusTooManyRequests
-	case codes.InvalidArgument:
-		return http.StatusBadRequest
-	case codes.Unauthenticated:
-		return http.StatusUnauthorized
-	case codes.PermissionDenied:
-		return http.StatusForbidden
-	case codes.Unimplemented:
-		return http.StatusNotFound
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
-func statusFromHTTP(msg string, statusCode int) *status.Status {
-	c := codes.Unknown
-	switch statusCode {
-	case http.StatusBadRequest:
-		c = codes.InvalidArgument
-	case http.StatusUnauthorized:
-		c = codes.Unauthenticated
-	case http.StatusForbidden:
-		c = codes.PermissionDenied
-	case http.StatusNotFound:
-		c = codes.Unimplemented
-	case http.StatusTooManyRequests:
-		c = codes.ResourceExhausted
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		c = codes.Unavailable
-	}
-	return status.New(c, msg)
 }

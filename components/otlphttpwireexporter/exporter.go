@@ -15,7 +15,6 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -25,6 +24,8 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
+
+	"github.com/otelcol-relay/otelcol-relay/components/internal/otlpstatus"
 )
 
 const (
@@ -178,7 +179,7 @@ func (e *wireExporter) handleResponse(hreq *http.Request, resp *http.Response) e
 		errString = fmt.Sprintf("error exporting items, request to %s responded with HTTP Status Code %d, Message=%s, Details=%v",
 			destURL, resp.StatusCode, st.Message, st.Details)
 	}
-	formatted := grpcstatus.New(httpToCode(resp.StatusCode), errString).Err()
+	formatted := grpcstatus.New(otlpstatus.FromHTTP(resp.StatusCode), errString).Err()
 
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
@@ -211,25 +212,6 @@ func (s *signal) unitKey() string {
 	}
 }
 
-// httpToCode is the collector's statusutil mapping (an internal package).
-func httpToCode(code int) codes.Code {
-	switch code {
-	case http.StatusBadRequest:
-		return codes.InvalidArgument
-	case http.StatusUnauthorized:
-		return codes.Unauthenticated
-	case http.StatusForbidden:
-		return codes.PermissionDenied
-	case http.StatusNotFound:
-		return codes.Unimplemented
-	case http.StatusTooManyRequests:
-		return codes.ResourceExhausted
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return codes.Unavailable
-	default:
-		return codes.Unknown
-	}
-}
 
 func readResponseBody(resp *http.Response) ([]byte, error) {
 	if resp.ContentLength == 0 {
