@@ -212,7 +212,6 @@ func (s *signal) unitKey() string {
 	}
 }
 
-
 func readResponseBody(resp *http.Response) ([]byte, error) {
 	if resp.ContentLength == 0 {
 		return nil, nil
