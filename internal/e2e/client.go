@@ -25,7 +25,11 @@ type HTTPClient struct {
 // NewHTTPClient returns a client for baseURL; tlsCfg may be nil.
 func NewHTTPClient(baseURL string, tlsCfg *tls.Config) *HTTPClient {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tlsCfg
+	// A copy: this transport negotiates HTTP/2 and adds "h2" to its config's
+	// NextProtos, which on a config shared with an HTTP/1.1-only client (the
+	// Sender, as fluent-bit) makes the server pick h2 for that client's next
+	// connection, which then fails ("bogus greeting").
+	tr.TLSClientConfig = tlsCfg.Clone()
 	return &HTTPClient{BaseURL: baseURL, Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, Header: http.Header{}}
 }
 

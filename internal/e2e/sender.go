@@ -109,7 +109,7 @@ func NewSender(opts SenderOptions) *Sender {
 		opts.RetryMax = 2 * time.Second
 	}
 	tr := &http.Transport{
-		TLSClientConfig:     opts.TLS,
+		TLSClientConfig:     opts.TLS.Clone(), // not shared with an h2 transport (NewHTTPClient)
 		MaxIdleConnsPerHost: opts.Workers,
 		IdleConnTimeout:     90 * time.Second,
 		// fluent-bit speaks HTTP/1.1: one connection per worker.
