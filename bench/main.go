@@ -67,7 +67,7 @@ func main() {
 	r.PayloadBytes = avgRecordBytes(satChunks[0])
 
 	for _, v := range strings.Split(*variantList, ",") {
-		if strings.HasSuffix(v, "-alt") && *altBin == "" {
+		if runsAlt(v) && *altBin == "" {
 			log.Fatalf("variant %s runs on another build: set -alt-bin", v)
 		}
 	}

@@ -150,12 +150,11 @@ func (r *report) writePerf(w func(string, ...any)) {
 		{"RSS peak, MiB", "%.0f", func(x *runResult) float64 { return x.SatRSSPeak }, ""},
 		{"records missing", "%.0f", func(x *runResult) float64 { return float64(x.SatMissing) }, "0"},
 	})
-	floor := r.median("floor", func(x *runResult) float64 { return x.SatPerCore })
-	gw := r.median("gateway", func(x *runResult) float64 { return x.SatPerCore })
-	up := r.median("upstream", func(x *runResult) float64 { return x.SatPerCore })
+	perCore := func(x *runResult) float64 { return x.SatPerCore }
+	floor, gw, up := r.median("floor", perCore), r.median("gateway", perCore), r.median("upstream", perCore)
 	if floor > 0 && gw > 0 {
 		w("\nGateway: %.0f%% of the floor, %.2fx upstream defaults' records per CPU-second.\n", 100*gw/floor, gw/max(up, 1))
-		if fk := r.median("floor-klauspost", func(x *runResult) float64 { return x.SatPerCore }); fk > 0 {
+		if fk := r.median("floor-klauspost", perCore); fk > 0 {
 			w("With the exporter's gzip library in the floor too (floor-klauspost): %.0f%% of it.\n", 100*gw/fk)
 		}
 		w("\n")

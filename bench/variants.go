@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
@@ -40,39 +41,79 @@ var variantInfo = map[string]string{
 	"gateway-groupbyattrs":     "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) back instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
 }
 
+// runSuffix changes how a variant runs, not its config: "<variant><suffix>"
+// runs <variant>'s config with the suffix's environment and flags, or on the
+// -alt-bin build for -alt. Suffixes combine ("gateway-madvfree-alt").
+type runSuffix struct {
+	suffix string
+	env    []string // added to the collector's environment
+	flags  []string // added after the --config arguments
+	alt    bool     // runs on -alt-bin
+}
+
+var runSuffixes = []runSuffix{
+	{suffix: "-alt", alt: true},
+	{suffix: "-madvfree", env: []string{"GODEBUG=madvdontneed=0"}},
+	{suffix: "-protopool", flags: []string{"--feature-gates=pdata.useProtoPooling"}},
+}
+
+// splitVariant peels the run suffixes off v: the variant whose config it runs,
+// and the suffixes it runs with.
+func splitVariant(v string) (base string, with []runSuffix) {
+	for peeled := true; peeled; {
+		peeled = false
+		for _, rs := range runSuffixes {
+			if b, ok := strings.CutSuffix(v, rs.suffix); ok {
+				v, peeled, with = b, true, append(with, rs)
+			}
+		}
+	}
+	return v, with
+}
+
+// variantEnv is what a variant adds to the collector's environment.
+func variantEnv(v string) []string {
+	_, with := splitVariant(v)
+	var env []string
+	for _, rs := range with {
+		env = append(env, rs.env...)
+	}
+	return env
+}
+
 // variantFlags are the command-line flags a variant adds after its --config
 // arguments.
-func variantFlags(variant string) []string {
-	if strings.HasSuffix(variant, "-protopool") {
-		return []string{"--feature-gates=pdata.useProtoPooling"}
+func variantFlags(v string) []string {
+	_, with := splitVariant(v)
+	var flags []string
+	for _, rs := range with {
+		flags = append(flags, rs.flags...)
 	}
-	return nil
+	return flags
+}
+
+// runsAlt says whether v runs on the -alt-bin build.
+func runsAlt(v string) bool {
+	_, with := splitVariant(v)
+	return slices.ContainsFunc(with, func(rs runSuffix) bool { return rs.alt })
 }
 
 // isFloor says whether v is measured in process rather than as a collector.
 func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" }
 
-// variantEnv is what a variant adds to the collector's environment.
-func variantEnv(variant string) []string {
-	if strings.HasSuffix(variant, "-madvfree") {
-		return []string{"GODEBUG=madvdontneed=0"}
-	}
-	return nil
-}
-
 // describeVariant is variantInfo's line for v, saying which build an -alt
 // variant ran.
 func describeVariant(v string) string {
 	if base, ok := strings.CutSuffix(v, "-alt"); ok {
-		return fmt.Sprintf("%s; run on another build, `%s`", variantInfo[base], *altBin)
+		return fmt.Sprintf("%s; run on another build, `%s`", describeVariant(base), *altBin)
 	}
 	return variantInfo[v]
 }
 
-// variantBinary is the build a variant runs: -alt-bin for <variant>-alt,
+// variantBinary is the build a variant runs: -alt-bin for an -alt variant,
 // the shared binary otherwise.
-func variantBinary(variant string) string {
-	if strings.HasSuffix(variant, "-alt") {
+func variantBinary(v string) string {
+	if runsAlt(v) {
 		return *altBin
 	}
 	return ""
@@ -97,7 +138,7 @@ func variantConfig(variant, dir string) ([]string, error) {
 	}
 	var text string
 	var edits [][2]string
-	variant = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(variant, "-alt"), "-madvfree"), "-protopool")
+	variant, _ = splitVariant(variant)
 	switch variant {
 	case "gateway":
 		return []string{"--config", filepath.Join(root, "config", "gateway.yaml"), "--config", tls}, nil

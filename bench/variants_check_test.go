@@ -12,3 +12,24 @@ func TestVariantConfigsApply(t *testing.T) {
 		}
 	}
 }
+
+// Run suffixes change how a variant runs and leave its config to the base name,
+// in any combination.
+func TestRunSuffixes(t *testing.T) {
+	for _, c := range []struct {
+		v, base    string
+		env, flags int
+		alt        bool
+	}{
+		{"gateway", "gateway", 0, 0, false},
+		{"gateway-madvfree", "gateway", 1, 0, false},
+		{"gateway-memory-protopool", "gateway-memory", 0, 1, false},
+		{"gateway-alt", "gateway", 0, 0, true},
+		{"gateway-memory-madvfree-alt", "gateway-memory", 1, 0, true},
+	} {
+		base, _ := splitVariant(c.v)
+		if base != c.base || len(variantEnv(c.v)) != c.env || len(variantFlags(c.v)) != c.flags || runsAlt(c.v) != c.alt {
+			t.Errorf("%s: base %q env %q flags %q alt %v", c.v, base, variantEnv(c.v), variantFlags(c.v), runsAlt(c.v))
+		}
+	}
+}
