@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -40,6 +41,7 @@ func (r *report) writeDurability(w func(string, ...any)) {
 				100*r.median(v, perCore)/max(floor, 1), r.median(v, perCore)/up(perCore), r.median(v, rss)/up(rss))
 		}
 		w("\n")
+		r.writePaired(w, cols, steady, sat)
 	}
 
 	w("## Where a record's CPU goes at saturation (last run's 10 s CPU profile)\n\n")
@@ -78,4 +80,43 @@ func (r *report) writeDurability(w func(string, ...any)) {
 		w(" %.1f µs |", r.median(v, sat))
 	}
 	w("\n\n")
+}
+
+// pairedRatios returns, for each round in which both ran, v's figure over
+// base's. The runs of a round are minutes apart and interleaved, so a drift of
+// the machine's speed between rounds (a neighbour's load, CPU frequency)
+// moves both alike and cancels out of the ratio, where a ratio of two medians
+// may take them from different rounds.
+func (r *report) pairedRatios(v, base string, f func(*runResult) float64) []float64 {
+	a, b := r.values(v, f), r.values(base, f)
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			out = append(out, a[i]/b[i])
+		}
+	}
+	return out
+}
+
+// writePaired writes the price of durability as the median [min-max] of the
+// per-round ratios against gateway-memory.
+func (r *report) writePaired(w func(string, ...any), cols []string, steady, sat func(*runResult) float64) {
+	w("The same ratios paired by round (each run against the gateway-memory run of its own round), median [min–max]:\n\n")
+	w("| variant | CPU per record at %.0f/s vs gateway-memory | at saturation vs gateway-memory |\n|---|---|---|\n", *steadyRate)
+	for _, v := range cols {
+		if v == "gateway-memory" {
+			continue
+		}
+		w("| %s | %s | %s |\n", v, ratioCell(r.pairedRatios(v, "gateway-memory", steady)), ratioCell(r.pairedRatios(v, "gateway-memory", sat)))
+	}
+	w("\n")
+}
+
+// ratioCell is "median [min–max]" of ratios, "-" without any.
+func ratioCell(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	v = slices.Sorted(slices.Values(v))
+	return fmt.Sprintf("%.2fx [%.2f–%.2f]", v[len(v)/2], v[0], v[len(v)-1])
 }
