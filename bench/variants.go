@@ -16,6 +16,7 @@ import (
 var variantInfo = map[string]string{
 	"floor":                    "in process, no network: gunzip + pdata unmarshal + marshal + gzip (the standard library's, default level: measuring.md's floor) of the same 1,000-record requests, three passes",
 	"floor-klauspost":          "the floor with klauspost/compress's gzip (the library otlp_http_wire compresses with) instead of the standard library's, at its default level; gunzip stays the standard library's, as in confighttp's receiver",
+	"floor-parallel":           "the floor on as many goroutines as the machine has CPUs (GOMAXPROCS), each on its own share of the requests: the floor under the same contention between CPUs as a collector that uses them all (on a machine whose vCPUs share a core, a CPU-second does less work when both run)",
 	"gateway":                  "`config/gateway.yaml` + `config/receiver-tls.yaml` as shipped: OTLP/HTTP into otlp_http_pooled, memory_limiter, attributes_to_resource, k8s_attributes, no batch processor, otlp_http_wire with its persistent queue on queue_storage and exporter-side batching (2,000 items), certwatch",
 	"gateway-otlp":             "the shipped gateway with its OTLP/HTTP intake back on upstream's `otlp` receiver (the same settings under `otlp::protocols::http`) instead of `otlp_http_pooled` (components/otlphttppooledreceiver): a new, zeroed body buffer per request",
 	"gateway-memory":           "the same gateway with the `storage:` line removed: an in-memory sending queue (the price of durability)",
@@ -99,7 +100,7 @@ func runsAlt(v string) bool {
 }
 
 // isFloor says whether v is measured in process rather than as a collector.
-func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" }
+func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" || v == "floor-parallel" }
 
 // describeVariant is variantInfo's line for v, saying which build an -alt
 // variant ran.
