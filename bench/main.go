@@ -97,7 +97,7 @@ func main() {
 			r.Runs = append(r.Runs, res)
 			// Each run's own figures, so that a spread can be read back (the
 			// report keeps only medians and extremes).
-			log.Printf("run %d/%d: %s: %.1f CPU-s per million at %.0f/s, %.1f at saturation", i+1, *runs, v, res.SteadyCPUsPerM, *steadyRate, res.SatCPUsPerM)
+			log.Printf("run %d/%d: %s: %.1f CPU-s per million at %.0f/s, %.1f at saturation (%d requests retried)", i+1, *runs, v, res.SteadyCPUsPerM, *steadyRate, res.SatCPUsPerM, res.SatRetries)
 		}
 	}
 
@@ -131,6 +131,10 @@ type runResult struct {
 	// Saturation phase.
 	SatRate, SatPerCore, SatCPUsPerM, SatRSSPeak float64
 	SatMissing                                   int
+	// SatRetries counts the requests sent again at saturation (503 from
+	// admission or a full queue, transport errors): each one was received,
+	// perhaps decoded, and refused, which costs CPU without a record delivered.
+	SatRetries int
 	// Timeline for the plot (the last run).
 	Series                 []point
 	Profile, ProfileSteady string
@@ -226,7 +230,15 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	steadyN, satN := scenario.Records(steadyChunks), scenario.Records(satChunks)
 	r := startVariant(t, variant, int64(steadyN+satN))
 	s, gw := r.Sink, r.GW
-	col := r.Start(t)
+	var col *e2e.Collector
+	if limit := variantMemLimit(variant); limit > 0 {
+		if runsAlt(variant) {
+			t.Fatalf("%s: a memory cgroup runs the shared binary only", variant)
+		}
+		col = e2e.NewMemoryCgroup(t, limit).Start(t, r.Args(), r.GW.Env)
+	} else {
+		col = r.Start(t)
+	}
 	res := &runResult{}
 	t0 := time.Now()
 
@@ -349,6 +361,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 		}
 	}
 	res.SatMissing = s.Loss(snd2.Acked()).Missing
+	res.SatRetries = snd2.Stats().Retries
 	<-profiled // the collector must outlive the profile
 	time.Sleep(time.Second)
 	close(stopSampling)

@@ -149,6 +149,7 @@ func (r *report) writePerf(w func(string, ...any)) {
 		{"records/s delivered (wall clock, shared machine)", "%.0f", func(x *runResult) float64 { return x.SatRate }, ""},
 		{"RSS peak, MiB", "%.0f", func(x *runResult) float64 { return x.SatRSSPeak }, ""},
 		{"records missing", "%.0f", func(x *runResult) float64 { return float64(x.SatMissing) }, "0"},
+		{"requests retried (refused, then sent again)", "%.0f", func(x *runResult) float64 { return float64(x.SatRetries) }, ""},
 	})
 	perCore := func(x *runResult) float64 { return x.SatPerCore }
 	floor, gw, up := r.median("floor", perCore), r.median("gateway", perCore), r.median("upstream", perCore)

@@ -34,6 +34,7 @@ var variantInfo = map[string]string{
 	"gateway-otlphttp-memory":  "gateway-otlphttp with an in-memory sending queue: the in-memory gateway that issue 15's ratios were first measured against",
 	"gateway-cache128":         "the shipped gateway with `memory_cache_size: 134217728` on its queue_storage (default 32 MiB): a backlog up to 128 MiB is read back from memory, as an in-memory queue would hold it",
 	"gateway-gc200":            "the shipped gateway with `gomemlimit: {gc_percent: 200}`: half as many GC cycles (each one also lets the runtime return memory to the kernel, which the next large request faults back in), the memory limit as the backstop",
+	"gateway-gc300":            "the shipped gateway with `gomemlimit: {gc_percent: 300}`: a quarter as many GC cycles as the default 100, the memory limit as the backstop",
 	"gateway-madvfree":         "the shipped gateway run with `GODEBUG=madvdontneed=0`: the Go runtime returns memory with MADV_FREE, so a page it gives back and touches again is not faulted in anew unless the kernel needed it meanwhile",
 	"gateway-memory-madvfree":  "gateway-memory run with `GODEBUG=madvdontneed=0`",
 	"gateway-protopool":        "the shipped gateway run with `--feature-gates=pdata.useProtoPooling` (alpha): pdata takes its objects from pools and the pipeline's reference counting hands them back when the data has left it",
@@ -50,12 +51,18 @@ type runSuffix struct {
 	env    []string // added to the collector's environment
 	flags  []string // added after the --config arguments
 	alt    bool     // runs on -alt-bin
+	// memLimit runs the collector in a memory cgroup of this many bytes, as
+	// in a pod with resources.limits.memory: gomemlimit and memory_limiter
+	// then size themselves from it instead of from the machine's memory.
+	memLimit int64
 }
 
 var runSuffixes = []runSuffix{
 	{suffix: "-alt", alt: true},
 	{suffix: "-madvfree", env: []string{"GODEBUG=madvdontneed=0"}},
 	{suffix: "-protopool", flags: []string{"--feature-gates=pdata.useProtoPooling"}},
+	// deploy/base/statefulset.yaml's limits.memory.
+	{suffix: "-512mi", memLimit: 512 << 20},
 }
 
 // splitVariant peels the run suffixes off v: the variant whose config it runs,
@@ -99,6 +106,16 @@ func runsAlt(v string) bool {
 	return slices.ContainsFunc(with, func(rs runSuffix) bool { return rs.alt })
 }
 
+// variantMemLimit is the memory cgroup limit v runs in, 0 for none.
+func variantMemLimit(v string) int64 {
+	_, with := splitVariant(v)
+	var limit int64
+	for _, rs := range with {
+		limit = max(limit, rs.memLimit)
+	}
+	return limit
+}
+
 // isFloor says whether v is measured in process rather than as a collector.
 func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" || v == "floor-parallel" }
 
@@ -107,6 +124,9 @@ func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" || v
 func describeVariant(v string) string {
 	if base, ok := strings.CutSuffix(v, "-alt"); ok {
 		return fmt.Sprintf("%s; run on another build, `%s`", describeVariant(base), *altBin)
+	}
+	if base, ok := strings.CutSuffix(v, "-512mi"); ok {
+		return describeVariant(base) + "; run in a 512 MiB memory cgroup (the StatefulSet's limits.memory), so gomemlimit and memory_limiter size themselves from it"
 	}
 	return variantInfo[v]
 }
@@ -188,8 +208,9 @@ func variantConfig(variant, dir string) ([]string, error) {
 		}
 	case "gateway-cache128":
 		text, edits = string(gw), [][2]string{{"    fsync: ${env:RELAY_QUEUE_FSYNC:-false}\n", "    fsync: ${env:RELAY_QUEUE_FSYNC:-false}\n    memory_cache_size: 134217728\n"}}
-	case "gateway-gc200":
-		text, edits = string(gw), [][2]string{{"    limit_percentage: 80\n  # At most", "    limit_percentage: 80\n    gc_percent: 200\n  # At most"}}
+	case "gateway-gc200", "gateway-gc300":
+		pct := strings.TrimPrefix(variant, "gateway-gc")
+		text, edits = string(gw), [][2]string{{"    limit_percentage: 80\n  # At most", "    limit_percentage: 80\n    gc_percent: " + pct + "\n  # At most"}}
 	case "gateway-gzip1":
 		text, edits = string(gw), [][2]string{{"    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n", "    compression: ${env:OTEL_EXPORTER_DEFAULT_COMPRESSION:-gzip}\n    compression_params:\n      level: 1\n"}}
 	case "gateway-otlp":

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestVariantConfigsApply(t *testing.T) {
 	for v := range variantInfo {
@@ -26,10 +29,14 @@ func TestRunSuffixes(t *testing.T) {
 		{"gateway-memory-protopool", "gateway-memory", 0, 1, false},
 		{"gateway-alt", "gateway", 0, 0, true},
 		{"gateway-memory-madvfree-alt", "gateway-memory", 1, 0, true},
+		{"gateway-memory-512mi", "gateway-memory", 0, 0, false},
 	} {
 		base, _ := splitVariant(c.v)
 		if base != c.base || len(variantEnv(c.v)) != c.env || len(variantFlags(c.v)) != c.flags || runsAlt(c.v) != c.alt {
 			t.Errorf("%s: base %q env %q flags %q alt %v", c.v, base, variantEnv(c.v), variantFlags(c.v), runsAlt(c.v))
+		}
+		if want := int64(0); strings.HasSuffix(c.v, "-512mi") != (variantMemLimit(c.v) > want) {
+			t.Errorf("%s: memory limit %d", c.v, variantMemLimit(c.v))
 		}
 	}
 }
