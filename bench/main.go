@@ -9,6 +9,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -268,10 +269,44 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 		}
 	}()
 	cpuNow := func() time.Duration { st, _ := e2e.ReadProc(col.PID()); return st.CPU }
+	// A collector that exits mid-run (OOM-killed in a -512mi cgroup, say)
+	// ends the run at once, as an error rather than a figure, instead of
+	// leaving the sender retrying a closed port for minutes.
+	died := make(chan struct{})
+	sendCtx, stopSending := context.WithCancel(t.ctx())
+	defer stopSending()
+	go func() {
+		for sendCtx.Err() == nil {
+			if !col.Running() {
+				close(died)
+				stopSending()
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	checkAlive := func(phase string) {
+		select {
+		case <-died:
+			code, _ := col.Wait(time.Second)
+			t.Fatalf("the collector exited during the %s phase (exit code %d; -1 is a signal, such as the OOM killer's): %s", phase, code, e2e.Tail(col.Output(), 800))
+		default:
+		}
+	}
+	waitSender := func(snd *e2e.Sender, timeout time.Duration) {
+		done := make(chan struct{})
+		go func() { snd.Wait(timeout); close(done) }()
+		select {
+		case <-done:
+		case <-died:
+			snd.GiveUp()
+			<-done
+		}
+	}
 	waitDelivered := func(n int64, timeout time.Duration) bool {
 		deadline := time.Now().Add(timeout)
 		for int64(s.LogRecordCount()) < n {
-			if time.Now().After(deadline) {
+			if time.Now().After(deadline) || !col.Running() {
 				return false
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -283,7 +318,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	time.Sleep(2 * time.Second) // let startup settle
 	phase0, cpu0 := time.Now(), cpuNow()
 	snd := r.Sender(4, *steadyRate)
-	snd.Send(t.ctx(), steadyChunks)
+	snd.Send(sendCtx, steadyChunks)
 	steadyProfiled := make(chan struct{})
 	if profile {
 		go func() {
@@ -294,8 +329,9 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	} else {
 		close(steadyProfiled)
 	}
-	snd.Wait(10 * time.Minute)
+	waitSender(snd, 10*time.Minute)
 	<-steadyProfiled
+	checkAlive("steady")
 	if !waitDelivered(int64(steadyN), 2*time.Minute) {
 		t.Errorf("steady: only %d of %d records delivered", int64(s.LogRecordCount()), steadyN)
 	}
@@ -346,9 +382,11 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 		close(profiled)
 	}
 	snd2 := r.Sender(8, 0)
-	snd2.Send(t.ctx(), satChunks)
-	snd2.Wait(10 * time.Minute)
+	snd2.Send(sendCtx, satChunks)
+	waitSender(snd2, 10*time.Minute)
+	checkAlive("saturation")
 	if !waitDelivered(int64(steadyN+satN), 5*time.Minute) {
+		checkAlive("saturation")
 		t.Errorf("saturation: only %d of %d records delivered", int64(s.LogRecordCount())-int64(steadyN), satN)
 	}
 	phase3, cpu3 := time.Now(), cpuNow()

@@ -239,11 +239,15 @@ func (s *Sender) Wait(timeout time.Duration) bool {
 	case <-done:
 		return true
 	case <-time.After(timeout):
-		s.stopped.Do(func() { close(s.giveUp) })
+		s.GiveUp()
 		<-done
 		return false
 	}
 }
+
+// GiveUp ends every retry now: chunks still unacknowledged stay so, as when
+// Wait's timeout passes. For a caller that knows the receiver is gone.
+func (s *Sender) GiveUp() { s.stopped.Do(func() { close(s.giveUp) }) }
 
 // Results returns the fate of every finished chunk.
 func (s *Sender) Results() []ChunkResult {
