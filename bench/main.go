@@ -272,22 +272,18 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	// A collector that exits mid-run (OOM-killed in a -512mi cgroup, say)
 	// ends the run at once, as an error rather than a figure, instead of
 	// leaving the sender retrying a closed port for minutes.
-	died := make(chan struct{})
 	sendCtx, stopSending := context.WithCancel(t.ctx())
 	defer stopSending()
 	go func() {
-		for sendCtx.Err() == nil {
-			if !col.Running() {
-				close(died)
-				stopSending()
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
+		select {
+		case <-col.Done():
+			stopSending()
+		case <-sendCtx.Done():
 		}
 	}()
 	checkAlive := func(phase string) {
 		select {
-		case <-died:
+		case <-col.Done():
 			code, _ := col.Wait(time.Second)
 			t.Fatalf("the collector exited during the %s phase (exit code %d; -1 is a signal, such as the OOM killer's): %s", phase, code, e2e.Tail(col.Output(), 800))
 		default:
@@ -298,7 +294,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 		go func() { snd.Wait(timeout); close(done) }()
 		select {
 		case <-done:
-		case <-died:
+		case <-col.Done():
 			snd.GiveUp()
 			<-done
 		}

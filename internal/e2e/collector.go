@@ -213,6 +213,9 @@ func Tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
+// Done is closed when the process has exited.
+func (c *Collector) Done() <-chan struct{} { return c.done }
+
 // Running reports whether the process has not exited yet.
 func (c *Collector) Running() bool {
 	select {
