@@ -55,14 +55,18 @@ type runSuffix struct {
 	// in a pod with resources.limits.memory: gomemlimit and memory_limiter
 	// then size themselves from it instead of from the machine's memory.
 	memLimit int64
+	// about is what the report adds to the variant's own line.
+	about func() string
 }
 
 var runSuffixes = []runSuffix{
-	{suffix: "-alt", alt: true},
-	{suffix: "-madvfree", env: []string{"GODEBUG=madvdontneed=0"}},
-	{suffix: "-protopool", flags: []string{"--feature-gates=pdata.useProtoPooling"}},
+	{suffix: "-alt", alt: true, about: func() string { return fmt.Sprintf("run on another build, `%s`", *altBin) }},
+	{suffix: "-madvfree", env: []string{"GODEBUG=madvdontneed=0"}, about: func() string { return "run with `GODEBUG=madvdontneed=0`" }},
+	{suffix: "-protopool", flags: []string{"--feature-gates=pdata.useProtoPooling"}, about: func() string { return "run with `--feature-gates=pdata.useProtoPooling`" }},
 	// deploy/base/statefulset.yaml's limits.memory.
-	{suffix: "-512mi", memLimit: 512 << 20},
+	{suffix: "-512mi", memLimit: 512 << 20, about: func() string {
+		return "run in a 512 MiB memory cgroup (the StatefulSet's limits.memory), so gomemlimit and memory_limiter size themselves from it"
+	}},
 }
 
 // splitVariant peels the run suffixes off v: the variant whose config it runs,
@@ -119,16 +123,18 @@ func variantMemLimit(v string) int64 {
 // isFloor says whether v is measured in process rather than as a collector.
 func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" || v == "floor-parallel" }
 
-// describeVariant is variantInfo's line for v, saying which build an -alt
-// variant ran.
+// describeVariant is variantInfo's line for v or, for a name it does not
+// list, its base variant's line and what each run suffix changes.
 func describeVariant(v string) string {
-	if base, ok := strings.CutSuffix(v, "-alt"); ok {
-		return fmt.Sprintf("%s; run on another build, `%s`", describeVariant(base), *altBin)
+	if d, ok := variantInfo[v]; ok {
+		return d
 	}
-	if base, ok := strings.CutSuffix(v, "-512mi"); ok {
-		return describeVariant(base) + "; run in a 512 MiB memory cgroup (the StatefulSet's limits.memory), so gomemlimit and memory_limiter size themselves from it"
+	for _, rs := range runSuffixes {
+		if base, ok := strings.CutSuffix(v, rs.suffix); ok {
+			return describeVariant(base) + "; " + rs.about()
+		}
 	}
-	return variantInfo[v]
+	return ""
 }
 
 // variantBinary is the build a variant runs: -alt-bin for an -alt variant,

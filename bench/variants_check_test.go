@@ -40,3 +40,19 @@ func TestRunSuffixes(t *testing.T) {
 		}
 	}
 }
+
+// Every run suffix is described, in any order and combination.
+func TestDescribeSuffixedVariants(t *testing.T) {
+	for v, want := range map[string][]string{
+		"gateway-memory-512mi":   {variantInfo["gateway-memory"], "512 MiB memory cgroup"},
+		"gateway-512mi-madvfree": {variantInfo["gateway"], "512 MiB memory cgroup", "GODEBUG=madvdontneed=0"},
+		"gateway-madvfree-alt":   {variantInfo["gateway-madvfree"], "run on another build"},
+	} {
+		d := describeVariant(v)
+		for _, w := range want {
+			if !strings.Contains(d, w) {
+				t.Errorf("%s: %q lacks %q", v, d, w)
+			}
+		}
+	}
+}
