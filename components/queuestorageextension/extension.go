@@ -19,6 +19,9 @@ type queueStorage struct {
 	cfg    *Config
 	logger *zap.Logger
 	cache  *cacheBudget
+	// reads keeps up to a quarter of memory_cache_size of idle buffers that
+	// values were read back into (readpool.go).
+	reads *readPool
 
 	mu      sync.Mutex
 	clients map[*store]struct{}
@@ -27,7 +30,7 @@ type queueStorage struct {
 var _ storage.Extension = (*queueStorage)(nil)
 
 func newExtension(set extension.Settings, cfg *Config) *queueStorage {
-	return &queueStorage{cfg: cfg, logger: set.Logger, cache: &cacheBudget{max: cfg.MemoryCacheSize}, clients: map[*store]struct{}{}}
+	return &queueStorage{cfg: cfg, logger: set.Logger, cache: &cacheBudget{max: cfg.MemoryCacheSize}, reads: newReadPool(int(cfg.MemoryCacheSize / 4)), clients: map[*store]struct{}{}}
 }
 
 func (q *queueStorage) Start(context.Context, component.Host) error { return nil }
@@ -57,6 +60,7 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 		reserve:     reserve,
 		fsync:       q.cfg.Fsync,
 		cache:       q.cache,
+		reads:       q.reads,
 		logger:      q.logger.With(zap.String("client", raw)),
 	})
 	if err != nil {

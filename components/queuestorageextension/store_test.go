@@ -19,7 +19,7 @@ var ctx = context.Background()
 
 func testOptions(t *testing.T, segmentSize int64) (storeOptions, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.InfoLevel)
-	return storeOptions{segmentSize: segmentSize, reserve: 4 << 10, cache: &cacheBudget{max: 1 << 20}, logger: zap.New(core)}, logs
+	return storeOptions{segmentSize: segmentSize, reserve: 4 << 10, cache: &cacheBudget{max: 1 << 20}, reads: newReadPool(1 << 20), logger: zap.New(core)}, logs
 }
 
 func openTest(t *testing.T, dir string, o storeOptions) *store {
