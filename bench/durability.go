@@ -41,6 +41,10 @@ func (r *report) writeDurability(w func(string, ...any)) {
 				100*r.median(v, perCore)/max(floor, 1), r.median(v, perCore)/up(perCore), r.median(v, rss)/up(rss))
 		}
 		w("\n")
+	}
+	// Paired ratios need only the in-memory gateway: a run of gateway
+	// variants alone is the tightest measurement of the price of durability.
+	if mem(steady) > 0 {
 		r.writePaired(w, cols, steady, sat)
 	}
 
@@ -101,7 +105,7 @@ func (r *report) pairedRatios(v, base string, f func(*runResult) float64) []floa
 // writePaired writes the price of durability as the median [min-max] of the
 // per-round ratios against gateway-memory.
 func (r *report) writePaired(w func(string, ...any), cols []string, steady, sat func(*runResult) float64) {
-	w("The same ratios paired by round (each run against the gateway-memory run of its own round), median [min–max]:\n\n")
+	w("The price of durability paired by round (each run against the gateway-memory run of its own round), median [min–max]:\n\n")
 	w("| variant | CPU per record at %.0f/s vs gateway-memory | at saturation vs gateway-memory |\n|---|---|---|\n", *steadyRate)
 	for _, v := range cols {
 		if v == "gateway-memory" {
