@@ -32,7 +32,9 @@ var variantInfo = map[string]string{
 	"upstream-file":            "upstream defaults plus a persistent queue on `file_storage` with its defaults: the durable peer a user would build from upstream",
 	"gateway-otlphttp":         "the same gateway with upstream's `otlp_http` exporter instead of `otlp_http_wire`, on the same queue_storage: the queue encodes, decodes on read back and the exporter encodes again (shipped until session 4, on file_storage)",
 	"gateway-otlphttp-memory":  "gateway-otlphttp with an in-memory sending queue: the in-memory gateway that issue 15's ratios were first measured against",
-	"gateway-cache128":         "the shipped gateway with `memory_cache_size: 134217728` on its queue_storage (default 32 MiB): a backlog up to 128 MiB is read back from memory, as an in-memory queue would hold it",
+	"gateway-cache32m":         "the shipped gateway with `memory_cache_size: 33554432` on its queue_storage instead of `memory_cache_percentage: 6`: the cache as it was before session 8, 32 MiB whatever the memory limit",
+	"gateway-cache128":         "the shipped gateway with `memory_cache_size: 134217728` on its queue_storage instead of `memory_cache_percentage: 6`: a backlog up to 128 MiB is read back from memory, as an in-memory queue would hold it",
+	"gateway-cache1g":          "the shipped gateway with `memory_cache_size: 1073741824` on its queue_storage instead of `memory_cache_percentage: 6`: the saturation phase's whole backlog stays in memory, as it does in gateway-memory, and is still written to disk",
 	"gateway-gc200":            "the shipped gateway with `gomemlimit: {gc_percent: 200}`: half as many GC cycles (each one also lets the runtime return memory to the kernel, which the next large request faults back in), the memory limit as the backstop",
 	"gateway-gc300":            "the shipped gateway with `gomemlimit: {gc_percent: 300}`: a quarter as many GC cycles as the default 100, the memory limit as the backstop",
 	"gateway-madvfree":         "the shipped gateway run with `GODEBUG=madvdontneed=0`: the Go runtime returns memory with MADV_FREE, so a page it gives back and touches again is not faulted in anew unless the kernel needed it meanwhile",
@@ -212,8 +214,9 @@ func variantConfig(variant, dir string) ([]string, error) {
 		if variant == "gateway-otlphttp-memory" {
 			edits = [][2]string{{storageLine, ""}}
 		}
-	case "gateway-cache128":
-		text, edits = string(gw), [][2]string{{"    fsync: ${env:RELAY_QUEUE_FSYNC:-false}\n", "    fsync: ${env:RELAY_QUEUE_FSYNC:-false}\n    memory_cache_size: 134217728\n"}}
+	case "gateway-cache32m", "gateway-cache128", "gateway-cache1g":
+		size := map[string]string{"gateway-cache32m": "33554432", "gateway-cache128": "134217728", "gateway-cache1g": "1073741824"}[variant]
+		text, edits = string(gw), [][2]string{{"    memory_cache_percentage: 6\n", "    memory_cache_size: " + size + "\n"}}
 	case "gateway-gc200", "gateway-gc300":
 		pct := strings.TrimPrefix(variant, "gateway-gc")
 		text, edits = string(gw), [][2]string{{"    limit_percentage: 80\n  # At most", "    limit_percentage: 80\n    gc_percent: " + pct + "\n  # At most"}}

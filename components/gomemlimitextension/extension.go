@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension/internal/metadata"
+	"github.com/otelcol-relay/otelcol-relay/components/internal/memtotal"
 )
 
 // Config of the gomemlimit extension.
@@ -57,7 +58,7 @@ func NewFactory() extension.Factory {
 		metadata.Type,
 		func() component.Config { return &Config{LimitPercentage: 80} },
 		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-			return &gomemlimit{cfg: cfg.(*Config), logger: set.Logger, paths: procPaths, getenv: os.LookupEnv}, nil
+			return &gomemlimit{cfg: cfg.(*Config), logger: set.Logger, paths: memtotal.Proc, getenv: os.LookupEnv}, nil
 		},
 		metadata.ExtensionStability,
 	)
@@ -66,7 +67,7 @@ func NewFactory() extension.Factory {
 type gomemlimit struct {
 	cfg    *Config
 	logger *zap.Logger
-	paths  paths
+	paths  memtotal.Paths
 	getenv func(string) (string, bool)
 	// previous is the limit before Start, restored on Shutdown.
 	previous int64
@@ -90,7 +91,7 @@ func (g *gomemlimit) Start(context.Context, component.Host) error {
 			zap.String("GOMEMLIMIT", v))
 		return nil
 	}
-	total, source, err := totalMemory(g.paths)
+	total, source, err := memtotal.Total(g.paths)
 	if err != nil {
 		return fmt.Errorf("gomemlimit: cannot determine the memory limit: %w", err)
 	}

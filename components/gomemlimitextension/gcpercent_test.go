@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-relay/otelcol-relay/components/internal/memtotal"
 )
 
 func TestGCPercentSetAndRestored(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
-	g := &gomemlimit{cfg: &Config{LimitPercentage: 80, GCPercent: 250}, logger: zap.NewNop(), paths: procPaths,
+	g := &gomemlimit{cfg: &Config{LimitPercentage: 80, GCPercent: 250}, logger: zap.NewNop(), paths: memtotal.Proc,
 		getenv: func(string) (string, bool) { return "", false }}
 	require.NoError(t, g.Start(context.Background(), componenttest.NewNopHost()))
 	assert.Equal(t, 250, debug.SetGCPercent(250))
@@ -25,7 +27,7 @@ func TestGCPercentSetAndRestored(t *testing.T) {
 func TestExplicitGOGCWins(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
-	g := &gomemlimit{cfg: &Config{LimitPercentage: 80, GCPercent: 250}, logger: zap.NewNop(), paths: procPaths,
+	g := &gomemlimit{cfg: &Config{LimitPercentage: 80, GCPercent: 250}, logger: zap.NewNop(), paths: memtotal.Proc,
 		getenv: func(k string) (string, bool) { return "150", k == "GOGC" }}
 	require.NoError(t, g.Start(context.Background(), componenttest.NewNopHost()))
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC in the environment wins")

@@ -21,6 +21,11 @@ type Config struct {
 	// MemoryCacheSize bounds the values kept in memory (all clients together),
 	// so that the queue reads a fresh item back without a read from disk.
 	MemoryCacheSize int64 `mapstructure:"memory_cache_size"`
+	// MemoryCachePercentage, when above 0, sizes the cache instead as this
+	// share of the memory the process may use (the container's limit, found
+	// as memory_limiter finds it): durability at the cost of memory where
+	// there is memory, with the same share of a small pod as of a large one.
+	MemoryCachePercentage uint32 `mapstructure:"memory_cache_percentage"`
 	// Fsync makes every write wait for the disk: it protects against a node
 	// crash, not only a process crash, at a throughput cost.
 	Fsync bool `mapstructure:"fsync"`
@@ -43,7 +48,28 @@ const (
 	// reserve is kept free at the end of each segment for updates and deletes
 	// when the volume is full.
 	reserve = 32 << 10
+	// maxCachePercentage keeps the cache well under memory_limiter's soft
+	// limit (80% - 20% spike by default).
+	maxCachePercentage = 25
+	// maxIdleReadBuffers bounds the pool of idle read-back buffers, a quarter
+	// of the cache up to this.
+	maxIdleReadBuffers = 16 << 20
 )
+
+// cacheSize is the memory cache's budget: memory_cache_percentage of total
+// when set, memory_cache_size otherwise.
+// It also names where the memory limit came from, for the log.
+func (c *Config) cacheSize(total func() (uint64, string, error)) (int64, string, error) {
+	if c.MemoryCachePercentage == 0 {
+		return c.MemoryCacheSize, "", nil
+	}
+	t, source, err := total()
+	if err != nil {
+		return 0, "", fmt.Errorf("memory_cache_percentage %d: cannot determine the memory limit: %w", c.MemoryCachePercentage, err)
+	}
+	// memory_limiter's arithmetic for its percentages.
+	return int64(uint64(c.MemoryCachePercentage) * t / 100), source, nil
+}
 
 func createDefaultConfig() *Config {
 	return &Config{
@@ -63,6 +89,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MemoryCacheSize < 0 {
 		errs = append(errs, fmt.Errorf("memory_cache_size %d: must not be negative", c.MemoryCacheSize))
+	}
+	if c.MemoryCachePercentage > maxCachePercentage {
+		errs = append(errs, fmt.Errorf("memory_cache_percentage %d: must be at most %d (memory_limiter refuses data from 60%% of the limit by default, and queued values count there)", c.MemoryCachePercentage, maxCachePercentage))
 	}
 	if c.MigrateFrom != "" && c.MigrateFrom == c.Directory {
 		errs = append(errs, fmt.Errorf("migrate_from %q: must differ from directory", c.MigrateFrom))

@@ -19,8 +19,8 @@ type queueStorage struct {
 	cfg    *Config
 	logger *zap.Logger
 	cache  *cacheBudget
-	// reads keeps up to a quarter of memory_cache_size of idle buffers that
-	// values were read back into (readpool.go).
+	// reads keeps up to a quarter of the cache (at most 16 MiB) of idle
+	// buffers that values were read back into (readpool.go).
 	reads *readPool
 
 	mu      sync.Mutex
@@ -29,8 +29,20 @@ type queueStorage struct {
 
 var _ storage.Extension = (*queueStorage)(nil)
 
-func newExtension(set extension.Settings, cfg *Config) *queueStorage {
-	return &queueStorage{cfg: cfg, logger: set.Logger, cache: &cacheBudget{max: cfg.MemoryCacheSize}, reads: newReadPool(int(cfg.MemoryCacheSize / 4)), clients: map[*store]struct{}{}}
+func newExtension(set extension.Settings, cfg *Config, total func() (uint64, string, error)) (*queueStorage, error) {
+	size, source, err := cfg.cacheSize(total)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MemoryCachePercentage > 0 {
+		set.Logger.Info("queue_storage: memory cache sized from the memory limit",
+			zap.Uint32("memory_cache_percentage", cfg.MemoryCachePercentage), zap.Int64("memory_cache_size", size), zap.String("limit_from", source))
+	}
+	return &queueStorage{
+		cfg: cfg, logger: set.Logger, clients: map[*store]struct{}{},
+		cache: &cacheBudget{max: size},
+		reads: newReadPool(int(min(size/4, maxIdleReadBuffers))),
+	}, nil
 }
 
 func (q *queueStorage) Start(context.Context, component.Host) error { return nil }

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
 
+	"github.com/otelcol-relay/otelcol-relay/components/internal/memtotal"
 	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/internal/metadata"
 )
 
@@ -15,7 +16,7 @@ func NewFactory() extension.Factory {
 		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
 		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-			return newExtension(set, cfg.(*Config)), nil
+			return newExtension(set, cfg.(*Config), func() (uint64, string, error) { return memtotal.Total(memtotal.Proc) })
 		},
 		metadata.ExtensionStability,
 	)

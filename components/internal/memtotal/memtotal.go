@@ -1,4 +1,7 @@
-package gomemlimitextension // import "github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension"
+// Package memtotal finds the memory this process may use, as memory_limiter's
+// percentage mode finds it, so that what the distribution sizes from it
+// (gomemlimit's Go memory limit, queue_storage's cache) names the same bytes.
+package memtotal // import "github.com/otelcol-relay/otelcol-relay/components/internal/memtotal"
 
 import (
 	"bufio"
@@ -14,24 +17,25 @@ import (
 // unlimitedV1 is what cgroup v1 reports for "no limit" (page-rounded MaxInt64).
 const unlimitedV1 = 9223372036854771712
 
-// paths are the kernel files read; tests point them elsewhere only to exercise
+// Paths are the kernel files read; tests point them elsewhere only to exercise
 // parsing, the real files are used everywhere else.
-type paths struct {
-	mountinfo, cgroup, meminfo string
+type Paths struct {
+	Mountinfo, Cgroup, Meminfo string
 }
 
-var procPaths = paths{mountinfo: "/proc/self/mountinfo", cgroup: "/proc/self/cgroup", meminfo: "/proc/meminfo"}
+// Proc are the real files.
+var Proc = Paths{Mountinfo: "/proc/self/mountinfo", Cgroup: "/proc/self/cgroup", Meminfo: "/proc/meminfo"}
 
-// totalMemory returns the memory the process may use and where that figure came
+// Total returns the memory the process may use and where that figure came
 // from, exactly as memory_limiter's percentage mode determines it: the cgroup v2
 // limit when cgroup2 is mounted at /sys/fs/cgroup, else the cgroup v1 memory
 // controller's limit (also in "hybrid" mode), else MemTotal from /proc/meminfo.
-func totalMemory(p paths) (uint64, string, error) {
-	mounts, err := readMounts(p.mountinfo)
+func Total(p Paths) (uint64, string, error) {
+	mounts, err := readMounts(p.Mountinfo)
 	if err != nil {
 		return 0, "", err
 	}
-	groups, err := readCgroups(p.cgroup)
+	groups, err := readCgroups(p.Cgroup)
 	if err != nil {
 		return 0, "", err
 	}
@@ -41,7 +45,7 @@ func totalMemory(p paths) (uint64, string, error) {
 			if v, ok, err := readLimit(file, 0); err != nil || ok {
 				return v, file, err
 			}
-			return meminfo(p.meminfo)
+			return meminfo(p.Meminfo)
 		}
 	}
 	for _, m := range mounts {
@@ -53,7 +57,7 @@ func totalMemory(p paths) (uint64, string, error) {
 			break
 		}
 	}
-	return meminfo(p.meminfo)
+	return meminfo(p.Meminfo)
 }
 
 type mount struct{ root, point, fstype, super string }
