@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -16,16 +15,6 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/components/internal/memtotal"
 	"github.com/otelcol-relay/otelcol-relay/internal/memcgroup"
 )
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestExplicitGOMEMLIMITWins(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
