@@ -354,22 +354,21 @@ func (s *store) value(e entry) ([]byte, error) {
 }
 
 // lend reads the value of key back into a pooled buffer, lent to the caller
-// until key is deleted or set again. A second read of a key still lent, or a
-// small value, gets a buffer of its own.
-func (s *store) lend(key string, e entry) ([]byte, error) {
-	if e.val != nil || e.n < pooledFrom || s.opts.reads == nil {
-		return s.value(e)
-	}
-	if _, ok := s.lent[key]; ok {
-		return s.value(e)
+// until key is deleted or set again, and says whether it did. A second read
+// of a key still lent, or a small value, gets a buffer of its own.
+func (s *store) lend(key string, e entry) ([]byte, bool, error) {
+	_, already := s.lent[key]
+	if e.val != nil || e.n < pooledFrom || s.opts.reads == nil || already {
+		v, err := s.value(e)
+		return v, false, err
 	}
 	v := s.opts.reads.get(e.n)
 	if _, err := e.seg.f.ReadAt(v, e.off); err != nil {
 		s.opts.reads.put(v)
-		return nil, fmt.Errorf("queue_storage: reading %d bytes at %d of %s: %w", e.n, e.off, e.seg.path, err)
+		return nil, false, fmt.Errorf("queue_storage: reading %d bytes at %d of %s: %w", e.n, e.off, e.seg.path, err)
 	}
 	s.lent[key] = v
-	return v, nil
+	return v, true, nil
 }
 
 // keepAliased stops lending, without taking them back, the buffers that a
@@ -503,11 +502,11 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 				continue
 			}
 			if e, ok := s.index[o.Key]; ok {
-				v, err := s.lend(o.Key, e)
+				v, lent, err := s.lend(o.Key, e)
 				if err != nil {
 					return err
 				}
-				if _, ok := s.lent[o.Key]; ok {
+				if lent {
 					lentNow = append(lentNow, o.Key)
 				}
 				o.Value = v
