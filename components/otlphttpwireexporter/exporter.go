@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -84,11 +85,10 @@ func (e *wireExporter) push(ctx context.Context, req xexporterhelper.Request) er
 	if !ok {
 		return consumererror.NewPermanent(fmt.Errorf("otlp_http_wire: cannot send a %T", req))
 	}
-	hreq, revoke, err := e.newRequest(ctx, r)
+	hreq, err := e.newRequest(ctx, r)
 	if err != nil {
 		return err
 	}
-	defer revoke()
 	hreq.Header.Set("Content-Type", protobufContentType)
 	hreq.Header.Set("User-Agent", e.userAgent)
 
@@ -106,36 +106,37 @@ func (e *wireExporter) push(ctx context.Context, req xexporterhelper.Request) er
 	return e.handleResponse(hreq, resp)
 }
 
-// newRequest returns the HTTP request for r and a function to call once the
-// export has returned, after which no body of the request reads r's chunks.
-func (e *wireExporter) newRequest(ctx context.Context, r *wireRequest) (*http.Request, func(), error) {
+func (e *wireExporter) newRequest(ctx context.Context, r *wireRequest) (*http.Request, error) {
 	if e.gzip != nil && r.bytes > 0 {
-		// The chunks are read here, before the request is sent.
 		z, err := e.gzip.compress(r.chunks, r.bytes)
 		if err != nil {
-			return nil, nil, fmt.Errorf("otlp_http_wire: compressing a %s request: %w", e.sig.name, err)
+			return nil, fmt.Errorf("otlp_http_wire: compressing a %s request: %w", e.sig.name, err)
 		}
 		// A bytes.Reader body gets ContentLength and GetBody (redirects,
 		// retried connections) from NewRequest; z is never written again.
 		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(z))
 		if err != nil {
-			return nil, nil, consumererror.NewPermanent(err)
+			return nil, consumererror.NewPermanent(err)
 		}
 		// Set, so that confighttp's round tripper does not compress again.
 		hreq.Header.Set("Content-Encoding", string(configcompression.TypeGzip))
-		return hreq, func() {}, nil
+		return hreq, nil
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, http.NoBody)
 	if err != nil {
-		return nil, nil, consumererror.NewPermanent(err)
+		return nil, consumererror.NewPermanent(err)
 	}
-	bodies := &chunkBodies{chunks: r.chunks}
 	if r.bytes > 0 {
-		hreq.Body = bodies.body()
-		hreq.GetBody = func() (io.ReadCloser, error) { return bodies.body(), nil }
+		body := func() io.ReadCloser {
+			bufs := make(net.Buffers, len(r.chunks))
+			copy(bufs, r.chunks) // net.Buffers.Read consumes its slice
+			return io.NopCloser(&bufs)
+		}
+		hreq.Body = body()
+		hreq.GetBody = func() (io.ReadCloser, error) { return body(), nil }
 	}
 	hreq.ContentLength = int64(r.bytes)
-	return hreq, bodies.revoke, nil
+	return hreq, nil
 }
 
 // handleResponse is otlp_http's status handling: 2xx with an optional partial

@@ -51,9 +51,6 @@ const (
 	// maxCachePercentage keeps the cache well under memory_limiter's soft
 	// limit (80% - 20% spike by default).
 	maxCachePercentage = 25
-	// maxIdleReadBuffers bounds the pool of idle read-back buffers, a quarter
-	// of the cache up to this.
-	maxIdleReadBuffers = 16 << 20
 )
 
 // cacheSize is the memory cache's budget: memory_cache_percentage of total

@@ -19,9 +19,6 @@ type queueStorage struct {
 	cfg    *Config
 	logger *zap.Logger
 	cache  *cacheBudget
-	// reads keeps up to a quarter of the cache (at most 16 MiB) of idle
-	// buffers that values were read back into (readpool.go).
-	reads *readPool
 
 	mu      sync.Mutex
 	clients map[*store]struct{}
@@ -41,7 +38,6 @@ func newExtension(set extension.Settings, cfg *Config, total func() (uint64, str
 	return &queueStorage{
 		cfg: cfg, logger: set.Logger, clients: map[*store]struct{}{},
 		cache: &cacheBudget{max: size},
-		reads: newReadPool(int(min(size/4, maxIdleReadBuffers))),
 	}, nil
 }
 
@@ -72,7 +68,6 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 		reserve:     reserve,
 		fsync:       q.cfg.Fsync,
 		cache:       q.cache,
-		reads:       q.reads,
 		logger:      q.logger.With(zap.String("client", raw)),
 	})
 	if err != nil {

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
@@ -38,7 +36,6 @@ type storeOptions struct {
 	reserve     int64
 	fsync       bool
 	cache       *cacheBudget
-	reads       *readPool
 	logger      *zap.Logger
 }
 
@@ -93,12 +90,7 @@ type store struct {
 	segs      []*segment // oldest first; the last one takes writes
 	index     map[string]entry
 	liveBytes int64
-	// lent holds, by key, the pooled buffer a value was read back into (Get),
-	// until the key is deleted or set again: storage.Client callers use a
-	// value until then (the persistent queue deletes an item once it is
-	// delivered), and the buffer then goes back to opts.reads.
-	lent   map[string][]byte
-	closed bool
+	closed    bool
 	// readOnly stores (Inspect) open segments read-only and leave torn
 	// tails as they are.
 	readOnly bool
@@ -124,7 +116,7 @@ func openStore(dir string, opts storeOptions) (*store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("queue_storage: %s is in use by another client or process: %w", dir, err)
 	}
-	s := &store{dir: dir, opts: opts, lock: lock, index: map[string]entry{}, lent: map[string][]byte{}}
+	s := &store{dir: dir, opts: opts, lock: lock, index: map[string]entry{}}
 	if err := s.recover(); err != nil {
 		s.closeFiles()
 		return nil, err
@@ -353,63 +345,6 @@ func (s *store) value(e entry) ([]byte, error) {
 	return v, nil
 }
 
-// lend reads the value of key back into a pooled buffer, lent to the caller
-// until key is deleted or set again, and says whether it did. A second read
-// of a key still lent, or a small value, gets a buffer of its own.
-func (s *store) lend(key string, e entry) ([]byte, bool, error) {
-	_, already := s.lent[key]
-	if e.val != nil || e.n < pooledFrom || s.opts.reads == nil || already {
-		v, err := s.value(e)
-		return v, false, err
-	}
-	v := s.opts.reads.get(e.n)
-	if _, err := e.seg.f.ReadAt(v, e.off); err != nil {
-		s.opts.reads.put(v)
-		return nil, false, fmt.Errorf("queue_storage: reading %d bytes at %d of %s: %w", e.n, e.off, e.seg.path, err)
-	}
-	s.lent[key] = v
-	return v, true, nil
-}
-
-// keepAliased stops lending, without taking them back, the buffers that a
-// value about to be set shares memory with: the cache may keep that value by
-// reference. The persistent queue does this at start, when it offers the
-// items it found dispatched again under new keys, with the bytes it read.
-func (s *store) keepAliased(writes []op) {
-	for _, w := range writes {
-		if w.typ != opSet || len(w.value) < copyBelow {
-			continue
-		}
-		for k, b := range s.lent {
-			if overlaps(w.value, b) {
-				delete(s.lent, k)
-			}
-		}
-	}
-}
-
-// takeBack returns to the pool the buffers lent for the keys that writes
-// deleted or set again, except those lent by this very batch: its caller
-// has just been given them. Only a caller's writes end a loan; segment
-// compaction (copyForward) moves a value without its key changing.
-func (s *store) takeBack(writes []op, lentNow []string) {
-	for _, w := range writes {
-		b, ok := s.lent[w.key]
-		if !ok {
-			continue
-		}
-		delete(s.lent, w.key)
-		if !slices.Contains(lentNow, w.key) {
-			s.opts.reads.put(b)
-		}
-	}
-}
-
-func overlaps(a, b []byte) bool {
-	a0, b0 := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return a0 < b0+uintptr(cap(b)) && b0 < a0+uintptr(len(a))
-}
-
 // write appends one record holding ops and applies it. A record that adds a
 // key may not use the reserve at the end of a segment.
 func (s *store) write(ops []op, addsKey bool) error {
@@ -489,7 +424,6 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 		return errClosed
 	}
 	var writes []op
-	var lentNow []string
 	addsKey := false
 	for i, o := range ops {
 		switch o.Type {
@@ -502,12 +436,9 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 				continue
 			}
 			if e, ok := s.index[o.Key]; ok {
-				v, lent, err := s.lend(o.Key, e)
+				v, err := s.value(e)
 				if err != nil {
 					return err
-				}
-				if lent {
-					lentNow = append(lentNow, o.Key)
 				}
 				o.Value = v
 			}
@@ -525,11 +456,9 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	s.keepAliased(writes)
 	if err := s.write(writes, addsKey); err != nil {
 		return err
 	}
-	s.takeBack(writes, lentNow)
 	s.reclaim()
 	return nil
 }
@@ -565,8 +494,6 @@ func (s *store) Close(context.Context) error {
 		return nil
 	}
 	s.closed = true
-	// Lent buffers stay with whoever holds them.
-	s.lent = nil
 	for _, e := range s.index {
 		if e.val != nil {
 			s.opts.cache.release(e.n)

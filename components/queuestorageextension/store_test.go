@@ -19,7 +19,7 @@ var ctx = context.Background()
 
 func testOptions(t *testing.T, segmentSize int64) (storeOptions, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.InfoLevel)
-	return storeOptions{segmentSize: segmentSize, reserve: 4 << 10, cache: &cacheBudget{max: 1 << 20}, reads: newReadPool(1 << 20), logger: zap.New(core)}, logs
+	return storeOptions{segmentSize: segmentSize, reserve: 4 << 10, cache: &cacheBudget{max: 1 << 20}, logger: zap.New(core)}, logs
 }
 
 func openTest(t *testing.T, dir string, o storeOptions) *store {
@@ -293,4 +293,34 @@ func TestVolumeFull(t *testing.T) {
 		mustBatch(t, s, storage.SetOperation("qmv0", []byte("done")), storage.DeleteOperation(fmt.Sprint(i)))
 	}
 	mustBatch(t, s, storage.SetOperation("qmv0", []byte("new")), storage.SetOperation("new", item(7, 5000)))
+}
+
+// At start upstream's persistent queue gets the items it found dispatched, deletes
+// them in a batch of their own, and only then offers their bytes again under new
+// keys (exporterhelper v0.165.0, enqueueNotDispatchedReqs): a value must stay
+// valid after its key is deleted. A store that reused the buffer of a deleted
+// key's value (a read-back pool, session 8) lost records in the kill -9 scenario
+// this way; this is that sequence, with reads from disk in between.
+func TestValueOutlivesItsKey(t *testing.T) {
+	o, _ := testOptions(t, 4<<20)
+	const n = 100 << 10
+	o.cache = &cacheBudget{max: 3 * n}
+	s := openTest(t, t.TempDir(), o)
+	defer s.Close(ctx)
+	for i := range 8 {
+		mustBatch(t, s, storage.SetOperation(fmt.Sprint(i), item(i, n)))
+	}
+	// Items 0-2 took the cache; once delivered, the re-offered ones take it.
+	mustBatch(t, s, storage.DeleteOperation("0"), storage.DeleteOperation("1"), storage.DeleteOperation("2"))
+	gets := []*storage.Operation{storage.GetOperation("5"), storage.GetOperation("6"), storage.GetOperation("7")}
+	mustBatch(t, s, gets...)
+	mustBatch(t, s, storage.DeleteOperation("5"), storage.DeleteOperation("6"), storage.DeleteOperation("7"))
+	for i, g := range gets {
+		mustBatch(t, s, storage.SetOperation(fmt.Sprint(10+i), g.Value))
+	}
+	expectValue(t, s, "3", item(3, n)) // read back from disk meanwhile
+	expectValue(t, s, "4", item(4, n))
+	for i := range 3 {
+		expectValue(t, s, fmt.Sprint(10+i), item(5+i, n))
+	}
 }
