@@ -23,6 +23,7 @@ type pooledReceiver struct {
 	set    receiver.Settings
 	obsrep *receiverhelper.ObsReport
 	bodies *bodyPool
+	gunzip *gunzipPool
 	forget func()
 
 	nextTraces  consumer.Traces
@@ -48,7 +49,7 @@ func newReceiver(cfg *Config, set receiver.Settings, forget func()) (*pooledRece
 	if err != nil {
 		return nil, err
 	}
-	return &pooledReceiver{cfg: cfg, set: set, obsrep: obsrep, bodies: newBodyPool(), forget: forget}, nil
+	return &pooledReceiver{cfg: cfg, set: set, obsrep: obsrep, bodies: newBodyPool(), gunzip: newGunzipPool(), forget: forget}, nil
 }
 
 func (r *pooledReceiver) Start(ctx context.Context, host component.Host) error {
@@ -73,7 +74,13 @@ func (r *pooledReceiver) start(ctx context.Context, host component.Host) error {
 	if r.nextLogs != nil {
 		mux.Handle(string(r.cfg.LogsURLPath), r.logsHandler())
 	}
-	server, err := r.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings, mux, confighttp.WithErrorHandler(errorHandler))
+	opts := []confighttp.ToServerOption{confighttp.WithErrorHandler(errorHandler)}
+	if gzipEnabled(r.cfg.ServerConfig.CompressionAlgorithms) {
+		// WithDecoder adds its decoder whatever the list says, so only
+		// where the list has gzip.
+		opts = append(opts, confighttp.WithDecoder("gzip", r.gunzip.decoder))
+	}
+	server, err := r.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings, mux, opts...)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -116,8 +117,15 @@ func freeAddr(t testing.TB) string {
 // startPair runs upstream's otlp receiver (HTTP only) and ours with the same
 // HTTP settings and body limit, each in front of its own recorder.
 func startPair(t testing.TB, maxBody int64) (upURL, ourURL string, up, ours *recorder) {
+	return startPairWith(t, maxBody, nil)
+}
+
+// startPairWith starts both receivers with the given compression_algorithms
+// (nil: confighttp's default).
+func startPairWith(t testing.TB, maxBody int64, algorithms []string) (upURL, ourURL string, up, ours *recorder) {
 	httpCfg := createDefaultConfig().HTTPConfig
 	httpCfg.ServerConfig.MaxRequestBodySize = maxBody
+	httpCfg.ServerConfig.CompressionAlgorithms = algorithms
 
 	upCfg := otlpreceiver.NewFactory().CreateDefaultConfig().(*otlpreceiver.Config)
 	upCfg.Protocols.GRPC = configoptional.None[configgrpc.ServerConfig]()
@@ -178,6 +186,17 @@ func gz(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
+// damaged returns a copy of b with the byte at i (from the end if negative)
+// inverted.
+func damaged(b []byte, i int) []byte {
+	b = slices.Clone(b)
+	if i < 0 {
+		i += len(b)
+	}
+	b[i] ^= 0xff
+	return b
+}
+
 func withRetryInfo(t *testing.T, c codes.Code, after time.Duration) error {
 	s, err := status.New(c, "slow down").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(after)})
 	require.NoError(t, err)
@@ -235,6 +254,11 @@ func TestSameResponsesAsUpstream(t *testing.T) {
 		{name: "PUT", method: http.MethodPut, path: "/v1/logs", contentType: pb, body: logs},
 		encoded(post("gzip", "/v1/logs", pb, nil), "gzip", gz(t, logs)),
 		encoded(post("not gzip", "/v1/logs", pb, nil), "gzip", logs),
+		encoded(post("gzip, two members", "/v1/logs", pb, nil), "gzip", slices.Concat(gz(t, logs[:len(logs)/2]), gz(t, logs[len(logs)/2:]))),
+		encoded(post("gzip, checksum damaged", "/v1/logs", pb, nil), "gzip", damaged(gz(t, logs), -8)),
+		encoded(post("gzip, deflate data damaged", "/v1/logs", pb, nil), "gzip", damaged(gz(t, logs), 12)),
+		encoded(post("gzip, truncated", "/v1/logs", pb, nil), "gzip", gz(t, logs)[:len(gz(t, logs))-6]),
+		encoded(post("gzip after a damaged one", "/v1/logs", pb, nil), "gzip", gz(t, logs)),
 		encoded(post("unknown content encoding", "/v1/logs", pb, nil), "br2", logs),
 		post("body over max_request_body_size", "/v1/logs", pb, big),
 		encoded(post("gzip bomb over max_request_body_size", "/v1/logs", pb, nil), "gzip", gz(t, big)),
@@ -246,6 +270,12 @@ func TestSameResponsesAsUpstream(t *testing.T) {
 		failing(post("unavailable with retry info, json", "/v1/logs", js, logsJSON), withRetryInfo(t, codes.Unavailable, 3*time.Second)),
 		failing(post("wrapped status", "/v1/logs", pb, logs), fmt.Errorf("exporter: %w", status.Error(codes.InvalidArgument, "bad record"))),
 	}
+	sameAnswers(t, upURL, ourURL, up, ours, cases)
+}
+
+// sameAnswers sends each exchange to upstream's receiver and to ours and
+// compares what the client and the pipeline got.
+func sameAnswers(t *testing.T, upURL, ourURL string, up, ours *recorder, cases []exchange) {
 	for _, x := range cases {
 		t.Run(x.name, func(t *testing.T) {
 			up.take(x.consumerErr)
