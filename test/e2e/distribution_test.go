@@ -546,3 +546,49 @@ func TestLocalConfigShowsTelemetry(t *testing.T) {
 		t.Fatalf("Ctrl-C: exit %d, %v", code, err)
 	}
 }
+
+// The build keeps the service discoveries a Kubernetes relay uses (Makefile
+// BUILDTAGS): kubernetes and dns, plus file and http, which Prometheus always
+// has. A scrape config that names one the build leaves out is refused at
+// start, naming the field, instead of starting without its targets.
+func TestServiceDiscoveryInTheBuild(t *testing.T) {
+	config := func(sd string) string {
+		return `
+receivers:
+  prometheus:
+    config:
+      scrape_configs:
+        - job_name: sd
+` + sd + `
+exporters:
+  debug: {}
+service:
+  pipelines:
+    metrics: {receivers: [prometheus], exporters: [debug]}
+`
+	}
+	kept := map[string]string{
+		"kubernetes": "          kubernetes_sd_configs: [{role: pod}]",
+		"dns":        "          dns_sd_configs: [{names: [prometheus.example], type: A, port: 9090}]",
+		"file":       "          file_sd_configs: [{files: [/etc/relay/targets.json]}]",
+		"http":       "          http_sd_configs: [{url: https://sd.example/targets}]",
+	}
+	for name, sd := range kept {
+		t.Run(name, func(t *testing.T) {
+			if out, code := e2e.Run(t, time.Minute, nil, "validate", "--config", e2e.WriteConfig(t, config(sd))); code != 0 {
+				t.Fatalf("validate exited %d:\n%s", code, out)
+			}
+		})
+	}
+	for _, field := range []string{"ec2_sd_configs", "azure_sd_configs", "gce_sd_configs", "consul_sd_configs"} {
+		t.Run(field, func(t *testing.T) {
+			out, code := e2e.Run(t, time.Minute, nil, "validate", "--config", e2e.WriteConfig(t, config("          "+field+": [{}]")))
+			if code == 0 {
+				t.Fatalf("validate accepted %s, which the build leaves out:\n%s", field, out)
+			}
+			if !strings.Contains(out, "field "+field+" not found") {
+				t.Errorf("the error does not name %s:\n%s", field, out)
+			}
+		})
+	}
+}
