@@ -49,7 +49,14 @@ func (r *report) writeDurability(w func(string, ...any)) {
 		r.writePaired(w, cols, steady, sat)
 	}
 
-	w("## Where a record's CPU goes at saturation (last run's 10 s CPU profile)\n\n")
+	r.writeAttribution(w, cols, "saturation", "at saturation", sat)
+	r.writeAttribution(w, cols, "steady", fmt.Sprintf("at %.0f records/s (the profile starts 2 s into the phase: a phase under 12 s leaves its end idle)", *steadyRate), steady)
+}
+
+// writeAttribution writes the table of where a record's CPU goes in one
+// phase, from the last run's CPU profile of each variant.
+func (r *report) writeAttribution(w func(string, ...any), cols []string, phase, title string, perRecord func(*runResult) float64) {
+	w("## Where a record's CPU goes %s (last run's 10 s CPU profile)\n\n", title)
 	w("Each sample goes to the first category any frame of its stack matches, in this order: GC (background marking and allocation assists), gzip, TLS, read back (the persistent queue's Read: storage get, metadata write, decode of the item), persist (Offer: encode and storage write; onDone: delete), batch merge, encode (exporter), decode (receiver), processors, network/HTTP/syscalls. µs per record = share × CPU-seconds per record (median).\n\n")
 	var cats []string
 	for _, c := range categories {
@@ -58,7 +65,7 @@ func (r *report) writeDurability(w func(string, ...any)) {
 	cats = append(cats, otherCategory)
 	shares := map[string]map[string]float64{}
 	for _, v := range cols {
-		sh, err := attribute(filepath.Join(*outDir, fmt.Sprintf("%s-%s-saturation.pprof", *name, v)))
+		sh, err := attribute(filepath.Join(*outDir, fmt.Sprintf("%s-%s-%s.pprof", *name, v, phase)))
 		if err == nil {
 			shares[v] = sh
 		}
@@ -76,13 +83,13 @@ func (r *report) writeDurability(w func(string, ...any)) {
 				w(" - |")
 				continue
 			}
-			w(" %.1f%% (%.1f µs) |", 100*sh[c], sh[c]*r.median(v, sat))
+			w(" %.1f%% (%.1f µs) |", 100*sh[c], sh[c]*r.median(v, perRecord))
 		}
 		w("\n")
 	}
 	w("| total CPU per record |")
 	for _, v := range cols {
-		w(" %.1f µs |", r.median(v, sat))
+		w(" %.1f µs |", r.median(v, perRecord))
 	}
 	w("\n\n")
 }

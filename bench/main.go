@@ -320,7 +320,10 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 		go func() {
 			defer close(steadyProfiled)
 			time.Sleep(2 * time.Second)
+			allocs := make(chan struct{})
+			go func() { defer close(allocs); fetchAllocs(gw.PprofAddr, variant, "steady") }()
 			res.ProfileSteady = fetchProfile(t, gw.PprofAddr, variant, "steady")
+			<-allocs
 		}()
 	} else {
 		close(steadyProfiled)
