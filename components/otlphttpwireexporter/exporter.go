@@ -64,7 +64,7 @@ func newWireExporter(cfg *Config, set exporter.Settings, sig *signal, u *url.URL
 // as certwatch), as otlp_http does.
 func (e *wireExporter) start(ctx context.Context, host component.Host) error {
 	if e.cfg.ClientConfig.Compression == configcompression.TypeGzip {
-		gz, err := newGzipCompressor(e.cfg.ClientConfig.CompressionParams.Level)
+		gz, err := newGzipCompressor(e.cfg.ClientConfig.CompressionParams.Level, e.concurrency())
 		if err != nil {
 			return err
 		}
@@ -246,4 +246,14 @@ func readResponseStatus(resp *http.Response) *status.Status {
 		return nil
 	}
 	return st
+}
+
+// concurrency is how many exports may compress at once: the sending queue's
+// consumers, or one without a queue (then callers export one at a time, a
+// pipeline's fan-out aside, and a writer more is simply made).
+func (e *wireExporter) concurrency() int {
+	if e.cfg.QueueConfig.HasValue() {
+		return e.cfg.QueueConfig.Get().NumConsumers
+	}
+	return 1
 }
