@@ -50,14 +50,14 @@ func (r *report) writeDurability(w func(string, ...any)) {
 	}
 
 	r.writeAttribution(w, cols, "saturation", "at saturation", sat)
-	r.writeAttribution(w, cols, "steady", fmt.Sprintf("at %.0f records/s (the profile starts 2 s into the phase: a phase under 12 s leaves its end idle)", *steadyRate), steady)
+	r.writeAttribution(w, cols, "steady", fmt.Sprintf("at %.0f records/s", *steadyRate), steady)
 }
 
 // writeAttribution writes the table of where a record's CPU goes in one
 // phase, from the last run's CPU profile of each variant.
 func (r *report) writeAttribution(w func(string, ...any), cols []string, phase, title string, perRecord func(*runResult) float64) {
-	w("## Where a record's CPU goes %s (last run's 10 s CPU profile)\n\n", title)
-	w("Each sample goes to the first category any frame of its stack matches, in this order: GC (background marking and allocation assists), gzip, TLS, read back (the persistent queue's Read: storage get, metadata write, decode of the item), persist (Offer: encode and storage write; onDone: delete), batch merge, encode (exporter), decode (receiver), processors, network/HTTP/syscalls. µs per record = share × CPU-seconds per record (median).\n\n")
+	w("## Where a record's CPU goes %s (last run's 10 s CPU profile, from 2 s into the phase)\n\n", title)
+	w("Each sample goes to the first category any frame of its stack matches, in this order: GC (background marking and allocation assists), gzip, TLS, read back (the persistent queue's Read: storage get, metadata write, decode of the item), persist (Offer: encode and storage write; onDone: delete), batch merge, encode (exporter), decode (receiver), processors, network/HTTP/syscalls. µs per record = share × CPU-seconds per record (median). A steady phase shorter than 12 s leaves the end of its profile idle.\n\n")
 	var cats []string
 	for _, c := range categories {
 		cats = append(cats, c.name)
