@@ -32,7 +32,7 @@ import (
 // repeated line 100 times), with a margin, so it rarely grows while written
 // and does not reserve a quarter of the input for a body of 1%.
 //
-// Writers are kept in a free list as long as the sending queue has
+// Idle writers are kept in a free list, as many as the sending queue has
 // consumers (at most that many compress at once). A sync.Pool lost them: it
 // is emptied by the garbage collector, which at 10,000 records/s runs a few
 // times a second, so most exports built a new writer (about 1 MB at the
