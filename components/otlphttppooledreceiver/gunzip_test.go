@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 )
@@ -88,19 +87,14 @@ func TestReceiverGunzipFollowsCompressionAlgorithms(t *testing.T) {
 			cfg.ServerConfig.NetAddr.Endpoint = freeAddr(t)
 			cfg.ServerConfig.CompressionAlgorithms = tc.algorithms
 			f := NewFactory()
-			lr, err := f.CreateLogs(ctx, receivertest.NewNopSettings(f.Type()), cfg, new(consumertest.LogsSink))
+			rec := &recorder{}
+			lr, err := f.CreateLogs(ctx, receivertest.NewNopSettings(f.Type()), cfg, rec.logs())
 			require.NoError(t, err)
 			require.NoError(t, lr.Start(ctx, componenttest.NewNopHost()))
 			t.Cleanup(func() { assert.NoError(t, lr.Shutdown(context.Background())) })
+			x := exchange{method: http.MethodPost, path: "/v1/logs", contentType: "application/x-protobuf", contentEncoding: "gzip", body: gz(t, body)}
 			for range 2 {
-				req, err := http.NewRequest(http.MethodPost, "http://"+cfg.ServerConfig.NetAddr.Endpoint+"/v1/logs", bytes.NewReader(gz(t, body)))
-				require.NoError(t, err)
-				req.Header.Set("Content-Type", "application/x-protobuf")
-				req.Header.Set("Content-Encoding", "gzip")
-				resp, err := http.DefaultClient.Do(req)
-				require.NoError(t, err)
-				require.NoError(t, resp.Body.Close())
-				assert.Equal(t, tc.status, resp.StatusCode)
+				assert.Equal(t, tc.status, send(t, "http://"+cfg.ServerConfig.NetAddr.Endpoint, x, rec).status)
 			}
 			assert.Len(t, lr.(*pooledReceiver).gunzip.free, tc.pooled)
 		})
