@@ -41,7 +41,7 @@ build:
 
 ## generate: regenerate cmd/otelcol-relay from builder-config.yaml with the pinned ocb
 ## (a Go tool dependency). It only writes sources: go.mod carries the requirements, see
-## ../shared/docs/dependencies.md for why ocb cannot resolve modules itself here.
+## docs/dependencies.md for why ocb cannot resolve modules itself here.
 ## Then, with the pinned mdatagen, each component's internal/metadata (type, stability,
 ## telemetry builder), documentation.md and lifecycle/goroutine-leak tests from its
 ## metadata.yaml.
