@@ -99,16 +99,27 @@ func mustUnmarshal(t *testing.T, doc string, v any) {
 // a user's overlay includes it.
 func shardedOverlay(t *testing.T) string {
 	t.Helper()
+	return overlayOf(t, []string{deployDir("base")}, deployDir("components", "federation-shards"))
+}
+
+// overlayOf writes a kustomization of resources and components, the way a user's
+// overlay includes them, and returns its folder.
+func overlayOf(t *testing.T, resources []string, components ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	rel := func(p string) string {
-		r, err := filepath.Rel(dir, p)
-		if err != nil {
-			t.Fatal(err)
+	rel := func(ps []string) string {
+		var out []string
+		for _, p := range ps {
+			r, err := filepath.Rel(dir, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
 		}
-		return r
+		return strings.Join(out, ", ")
 	}
 	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents: [%s]\n",
-		rel(deployDir("base")), rel(deployDir("components", "federation-shards")))
+		rel(resources), rel(components))
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 		t.Fatal(err)
 	}

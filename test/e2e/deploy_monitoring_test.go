@@ -203,3 +203,34 @@ func relabeledJob(ep monitorEndpoint, job string) string {
 	}
 	return job
 }
+
+// TestDeployMonitoringSelectedByPrometheus: prometheus-operator ignores a monitor or
+// rule whose labels its Prometheus does not select, silently. The platform overlay
+// labels every monitoring.coreos.com object with kube-prometheus-stack's `release`
+// selector, so they are picked up; the label is the knob deploy/README.md documents.
+func TestDeployMonitoringSelectedByPrometheus(t *testing.T) {
+	dir := deployDir("overlays", "platform")
+	kinds := map[string]int{}
+	for _, doc := range kustomizeDocs(t, dir) {
+		var obj struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Metadata   metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(obj.APIVersion, "monitoring.coreos.com/") {
+			continue
+		}
+		kinds[obj.Kind]++
+		if got := obj.Metadata.Labels["release"]; got != "kube-prometheus-stack" {
+			t.Errorf("%s %s has release=%q: kube-prometheus-stack's Prometheus would not select it", obj.Kind, obj.Metadata.Name, got)
+		}
+	}
+	for _, k := range []string{"ServiceMonitor", "PodMonitor", "PrometheusRule"} {
+		if kinds[k] == 0 {
+			t.Errorf("the platform overlay renders no %s", k)
+		}
+	}
+}
