@@ -29,7 +29,8 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // maxRecordLen bounds n so a corrupted length field cannot make recovery
-// allocate gigabytes.
+// allocate gigabytes. A store may be given a lower bound (storeOptions), never
+// a higher one, so n always fits the 32-bit length field.
 const maxRecordLen = 1 << 30
 
 var (
@@ -45,16 +46,6 @@ type op struct {
 	value []byte
 	// valueOff is the offset of value within the record.
 	valueOff int
-}
-
-// encodeRecord appends the record for ops to dst and returns it together with
-// the offset of each set operation's value within the record (-1 for deletes).
-func encodeRecord(dst []byte, ops []op) ([]byte, []int) {
-	parts, _, offs := recordParts(ops)
-	for _, p := range parts {
-		dst = append(dst, p...)
-	}
-	return dst, offs
 }
 
 // recordParts lays out the record for ops as consecutive parts that alias the
@@ -101,8 +92,8 @@ func recordParts(ops []op) ([][]byte, int, []int) {
 
 // recordLen reads the header at the start of b: the whole record's length, or
 // errEndOfData (zeros: nothing was written here), errTorn (the record does not
-// fit in b), or an error for a length that cannot be.
-func recordLen(b []byte) (int, error) {
+// fit in b), or an error for a length that cannot be (above limit).
+func recordLen(b []byte, limit int) (int, error) {
 	if len(b) < headerLen {
 		if allZero(b) {
 			return 0, errEndOfData
@@ -116,8 +107,8 @@ func recordLen(b []byte) (int, error) {
 		}
 		return 0, fmt.Errorf("%w: zero length with checksum %#x", errChecksum, binary.LittleEndian.Uint32(b[0:4]))
 	}
-	if n > maxRecordLen {
-		return 0, fmt.Errorf("%w: length %d exceeds %d", errChecksum, n, maxRecordLen)
+	if int64(n) > int64(limit) {
+		return 0, fmt.Errorf("%w: length %d exceeds %d", errChecksum, n, limit)
 	}
 	if int(n)+headerLen > len(b) {
 		return 0, errTorn
@@ -125,10 +116,11 @@ func recordLen(b []byte) (int, error) {
 	return int(n) + headerLen, nil
 }
 
-// decodeRecord checks and decodes the record at the start of b. It returns the
-// operations (aliasing b) and the record's length.
-func decodeRecord(b []byte) ([]op, int, error) {
-	l, err := recordLen(b)
+// decodeRecord checks and decodes the record at the start of b, whose body
+// may be at most limit bytes. It returns the operations (aliasing b) and the
+// record's length.
+func decodeRecord(b []byte, limit int) ([]op, int, error) {
+	l, err := recordLen(b, limit)
 	if err != nil {
 		return nil, 0, err
 	}

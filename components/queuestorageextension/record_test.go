@@ -6,6 +6,16 @@ import (
 	"testing"
 )
 
+// encodeRecord appends the record for ops to dst and returns it together with
+// the offset of each set operation's value within the record (-1 for deletes).
+func encodeRecord(dst []byte, ops []op) ([]byte, []int) {
+	parts, _, offs := recordParts(ops)
+	for _, p := range parts {
+		dst = append(dst, p...)
+	}
+	return dst, offs
+}
+
 func TestRecordRoundTrip(t *testing.T) {
 	ops := []op{
 		{typ: opSet, key: "qmv0", value: []byte{1, 2, 3}},
@@ -14,7 +24,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		{typ: opSet, key: "", value: nil},
 	}
 	rec, offs := encodeRecord([]byte("prefix"), ops)
-	got, n, err := decodeRecord(rec[len("prefix"):])
+	got, n, err := decodeRecord(rec[len("prefix"):], maxRecordLen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,22 +43,22 @@ func TestRecordRoundTrip(t *testing.T) {
 
 func TestRecordDamage(t *testing.T) {
 	rec, _ := encodeRecord(nil, []op{{typ: opSet, key: "k", value: []byte("value")}})
-	if _, _, err := decodeRecord(make([]byte, 64)); !errors.Is(err, errEndOfData) {
+	if _, _, err := decodeRecord(make([]byte, 64), maxRecordLen); !errors.Is(err, errEndOfData) {
 		t.Errorf("zeros: %v, want end of data", err)
 	}
 	for cut := 1; cut < len(rec); cut++ {
 		torn := append(append([]byte(nil), rec[:cut]...), make([]byte, len(rec)-cut)...)
-		if _, _, err := decodeRecord(torn); err == nil {
+		if _, _, err := decodeRecord(torn, maxRecordLen); err == nil {
 			t.Errorf("record cut at %d of %d (zeros after) decoded without error", cut, len(rec))
 		}
-		if _, _, err := decodeRecord(rec[:cut]); err == nil {
+		if _, _, err := decodeRecord(rec[:cut], maxRecordLen); err == nil {
 			t.Errorf("record truncated to %d of %d decoded without error", cut, len(rec))
 		}
 	}
 	for i := range rec {
 		bad := append([]byte(nil), rec...)
 		bad[i] ^= 0x40
-		if _, _, err := decodeRecord(bad); err == nil {
+		if _, _, err := decodeRecord(bad, maxRecordLen); err == nil {
 			t.Errorf("record with byte %d flipped decoded without error", i)
 		}
 	}
@@ -62,7 +72,7 @@ func FuzzRecord(f *testing.F) {
 	f.Add([]byte{}, "", []byte{})
 	f.Add(make([]byte, 16), "7", bytes.Repeat([]byte{0}, 100))
 	f.Fuzz(func(t *testing.T, raw []byte, key string, value []byte) {
-		if ops, n, err := decodeRecord(raw); err == nil {
+		if ops, n, err := decodeRecord(raw, maxRecordLen); err == nil {
 			again, _ := encodeRecord(nil, ops)
 			if !bytes.Equal(again, raw[:n]) {
 				t.Fatalf("decoded record does not re-encode to the same bytes")
@@ -70,7 +80,7 @@ func FuzzRecord(f *testing.F) {
 		}
 		in := []op{{typ: opSet, key: key, value: value}, {typ: opDelete, key: key + "x"}}
 		rec, _ := encodeRecord(nil, in)
-		out, n, err := decodeRecord(append(rec, raw...))
+		out, n, err := decodeRecord(append(rec, raw...), maxRecordLen)
 		if err != nil || n != len(rec) || len(out) != 2 || out[0].key != key || !bytes.Equal(out[0].value, value) || out[1].key != key+"x" {
 			t.Fatalf("round trip of %q=%x: %+v, %d, %v", key, value, out, n, err)
 		}

@@ -37,6 +37,16 @@ type storeOptions struct {
 	fsync       bool
 	cache       *cacheBudget
 	logger      *zap.Logger
+	// maxRecordLen lowers the largest record body (0: maxRecordLen), so
+	// tests show the limit's behaviour without writing gigabytes.
+	maxRecordLen int
+}
+
+func (o storeOptions) recordLimit() int {
+	if o.maxRecordLen <= 0 || o.maxRecordLen > maxRecordLen {
+		return maxRecordLen
+	}
+	return o.maxRecordLen
 }
 
 // cacheBudget is the memory all clients of one extension may use to keep
@@ -188,7 +198,7 @@ func (s *store) recover() error {
 func (s *store) replay(seg *segment, b []byte, newest bool) {
 	var p int64
 	for p < int64(len(b)) {
-		ops, l, err := decodeRecord(b[p:])
+		ops, l, err := decodeRecord(b[p:], s.opts.recordLimit())
 		if errors.Is(err, errEndOfData) {
 			break
 		}
