@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 )
 
 // On-disk record (little endian), one per storage.Client Batch/Set/Delete:
@@ -33,6 +34,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // a higher one, so n always fits the 32-bit length field.
 const maxRecordLen = 1 << 30
 
+// errRecordTooLarge refuses a write whose record the store could not read
+// back at the next start.
+var errRecordTooLarge = errors.New("queue_storage: record too large")
+
 var (
 	errEndOfData = errors.New("end of data")
 	errTorn      = errors.New("record runs past the end of the segment")
@@ -51,8 +56,10 @@ type op struct {
 // recordParts lays out the record for ops as consecutive parts that alias the
 // values, so a large value is written (pwritev) without being copied into a
 // record buffer first. It returns the parts, the record's length and the
-// offset of each set operation's value within the record (-1 for deletes).
-func recordParts(ops []op) ([][]byte, int, []int) {
+// offset of each set operation's value within the record (-1 for deletes), or
+// errRecordTooLarge when the body would exceed limit bytes (recovery rejects
+// such a record, and the length field could not hold it above 4 GiB).
+func recordParts(ops []op, limit int) ([][]byte, int, []int, error) {
 	meta := make([]byte, headerLen, headerLen+len(ops)*(1+2*binary.MaxVarintLen64+16))
 	parts := make([][]byte, 0, 2*len(ops)+1)
 	offs := make([]int, len(ops))
@@ -80,6 +87,9 @@ func recordParts(ops []op) ([][]byte, int, []int) {
 	if len(meta) > 0 {
 		parts = append(parts, meta)
 	}
+	if n := total - headerLen; n > limit || uint64(n) > math.MaxUint32 {
+		return nil, 0, nil, fmt.Errorf("%w: %d bytes in %d operations, above the limit of %d bytes", errRecordTooLarge, n, len(ops), limit)
+	}
 	head := parts[0]
 	binary.LittleEndian.PutUint32(head[4:8], uint32(total-headerLen))
 	crc := crc32.Update(0, castagnoli, head[4:])
@@ -87,7 +97,7 @@ func recordParts(ops []op) ([][]byte, int, []int) {
 		crc = crc32.Update(crc, castagnoli, p)
 	}
 	binary.LittleEndian.PutUint32(head[0:4], crc)
-	return parts, total, offs
+	return parts, total, offs, nil
 }
 
 // recordLen reads the header at the start of b: the whole record's length, or

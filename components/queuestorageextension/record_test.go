@@ -3,13 +3,19 @@ package queuestorageextension
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
+
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 )
 
 // encodeRecord appends the record for ops to dst and returns it together with
 // the offset of each set operation's value within the record (-1 for deletes).
 func encodeRecord(dst []byte, ops []op) ([]byte, []int) {
-	parts, _, offs := recordParts(ops)
+	parts, _, offs, err := recordParts(ops, maxRecordLen)
+	if err != nil {
+		panic(err)
+	}
 	for _, p := range parts {
 		dst = append(dst, p...)
 	}
@@ -85,4 +91,43 @@ func FuzzRecord(f *testing.F) {
 			t.Fatalf("round trip of %q=%x: %+v, %d, %v", key, value, out, n, err)
 		}
 	})
+}
+
+// A record the store could not read back at the next start is refused when it
+// is written, with an error naming its size, and leaves the store usable:
+// before, it was written, acknowledged, and dropped at the restart as a torn
+// tail together with every record after it in its segment.
+func TestRecordOverLimitIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	o, _ := testOptions(t, 1<<20)
+	o.maxRecordLen = 64 << 10
+	s := openTest(t, dir, o)
+	mustBatch(t, s, storage.SetOperation("before", []byte("kept")))
+	err := s.Set(ctx, "big", item(1, 100<<10))
+	if !errors.Is(err, errRecordTooLarge) || !strings.Contains(err.Error(), "102408 bytes") || !strings.Contains(err.Error(), "65536") {
+		t.Errorf("Set of a 100 KiB value with a 64 KiB record limit: %v, want %v naming the record's size and the limit", err, errRecordTooLarge)
+	}
+	mustBatch(t, s, storage.SetOperation("after", []byte("kept too")))
+	s.Close(ctx)
+
+	s = openTest(t, dir, o)
+	defer s.Close(ctx)
+	expectValue(t, s, "before", []byte("kept"))
+	expectValue(t, s, "after", []byte("kept too"))
+	if err == nil {
+		expectValue(t, s, "big", item(1, 100<<10))
+	} else {
+		expectValue(t, s, "big", nil)
+	}
+}
+
+func TestRecordPartsRefusesOverLimit(t *testing.T) {
+	ops := []op{{typ: opSet, key: "k", value: make([]byte, 1000)}}
+	if _, total, _, err := recordParts(ops, 1005); err != nil || total != headerLen+1005 {
+		t.Fatalf("a record of exactly the limit: %d bytes, %v", total, err)
+	}
+	_, _, _, err := recordParts(ops, 1004)
+	if !errors.Is(err, errRecordTooLarge) || !strings.Contains(err.Error(), "1005 bytes") {
+		t.Fatalf("a record one byte over the limit: %v, want %v naming 1005 bytes", err, errRecordTooLarge)
+	}
 }

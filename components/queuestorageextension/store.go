@@ -358,7 +358,10 @@ func (s *store) value(e entry) ([]byte, error) {
 // write appends one record holding ops and applies it. A record that adds a
 // key may not use the reserve at the end of a segment.
 func (s *store) write(ops []op, addsKey bool) error {
-	parts, total, offs := recordParts(ops)
+	parts, total, offs, err := recordParts(ops, s.opts.recordLimit())
+	if err != nil {
+		return err
+	}
 	for i := range ops {
 		ops[i].valueOff = offs[i]
 	}
