@@ -33,14 +33,7 @@ func startExt(t testing.TB, f extension.Factory, cfg component.Config) storage.E
 // fileStorageBacklog writes a queue's backlog through the real file_storage
 // extension, as the gateway did before queue_storage, and returns it.
 func fileStorageBacklog(t *testing.T, dir string) map[string][]byte {
-	f := filestorage.NewFactory()
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = dir
-	ext := startExt(t, f, cfg)
-	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ext, c := fileStorageClient(t, dir)
 	want := map[string][]byte{}
 	for i := range 200 {
 		k, v := fmt.Sprint(i), item(i, 1000+i)
@@ -62,6 +55,21 @@ func fileStorageBacklog(t *testing.T, dir string) map[string][]byte {
 		t.Fatal(err)
 	}
 	return want
+}
+
+// fileStorageClient starts the real file_storage extension on dir and opens
+// the client exporterID's logs queue has there.
+func fileStorageClient(t *testing.T, dir string) (storage.Extension, storage.Client) {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext := startExt(t, f, cfg)
+	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ext, c
 }
 
 func expectClient(t *testing.T, c storage.Client, want map[string][]byte, gone []string) {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 )
@@ -58,14 +57,7 @@ func TestHugeMigrationPrepare(t *testing.T) {
 	if err := os.MkdirAll(old, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	f := filestorage.NewFactory()
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = old
-	ext := startExt(t, f, cfg)
-	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ext, c := fileStorageClient(t, old)
 	for i := range hugeItems {
 		if err := c.Batch(ctx, storage.SetOperation("qmv0", []byte(strconv.Itoa(i+1))), storage.SetOperation(strconv.Itoa(i), hugeItem(i))); err != nil {
 			t.Fatal(err)
@@ -161,7 +153,6 @@ func sampleAnon() (stop func(), peak func() int64) {
 	}()
 	return func() { close(done); wg.Wait() }, func() int64 { mu.Lock(); defer mu.Unlock(); return peakBytes }
 }
-
 
 func rssAnon() int64 {
 	f, err := os.Open("/proc/self/status")
