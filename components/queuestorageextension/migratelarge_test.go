@@ -1,10 +1,12 @@
 package queuestorageextension
 
 import (
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/collector/component"
@@ -102,6 +104,81 @@ func TestMigrationInterruptedMidwayIsCompleted(t *testing.T) {
 			t.Fatalf("round %d: %d live bytes, want %d", round, live, wantLive)
 		}
 		if err := ext.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A migration that fails after some of its records (here the volume fills
+// up; a kill -9 leaves the same, at most with a torn last record that
+// recovery drops) keeps the database, and the store it leaves behind, moved
+// to a volume with room, is completed by the next start: every key and
+// nothing else.
+func TestMigrationFailingMidwayIsCompletedNextStart(t *testing.T) {
+	old := t.TempDir()
+	ext, c := fileStorageClient(t, old)
+	want := map[string][]byte{}
+	for i := range 400 {
+		k := strconv.Itoa(i)
+		want[k], want["qmv0"] = item(i, 4000+i), []byte(k)
+		if err := c.Batch(ctx, storage.SetOperation("qmv0", want["qmv0"]), storage.SetOperation(k, want[k])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(old, "exporter_otlp_http_default_logs")
+
+	full := filepath.Join(tmpfs(t, "1m"), "qs")
+	cfg := createDefaultConfig()
+	cfg.Directory, cfg.MigrateFrom, cfg.SegmentSize = full, old, minSegmentSize
+	qs := startExt(t, NewFactory(), cfg)
+	_, err := qs.GetClient(ctx, component.KindExporter, exporterID, "logs")
+	if !errors.Is(err, ErrVolumeFull) {
+		t.Fatalf("migrating 1.6 MB into a 1 MiB volume: %v, want %v", err, ErrVolumeFull)
+	}
+	if err := qs.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("the database is gone after a failed migration: %v", err)
+	}
+	partial, err := Inspect(filepath.Join(full, "exporter_otlp_http_default_logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(partial) == 0 || len(partial) >= len(want) {
+		t.Fatalf("the failed migration left %d of %d keys, want some", len(partial), len(want))
+	}
+
+	roomy := filepath.Join(t.TempDir(), "qs")
+	if err := os.CopyFS(roomy, os.DirFS(full)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Directory = roomy
+	for round := range 2 {
+		qs := startExt(t, NewFactory(), cfg)
+		c, err := qs.GetClient(ctx, component.KindExporter, exporterID, "logs")
+		if err != nil {
+			t.Fatalf("round %d, completing a migration that had copied %d of %d keys: %v", round, len(partial), len(want), err)
+		}
+		expectClient(t, c, want, nil)
+		live, _, _ := c.(*trackedClient).usage()
+		var wantLive int64
+		for k, v := range want {
+			wantLive += int64(len(k) + len(v))
+		}
+		if live != wantLive {
+			t.Fatalf("round %d: %d live bytes, want %d", round, live, wantLive)
+		}
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the database is still there: %v", round, err)
+		}
+		if err := qs.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
