@@ -58,7 +58,9 @@ func migrateFileStorage(s *store, path string, logger *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("queue_storage: migrating %s (the database is kept; the next start copies again): %w", path, err)
 	}
-	if copied > 0 {
+	// Also when nothing was copied now: the copy a killed start wrote may
+	// still be only in the page cache.
+	if keys > 0 {
 		if err := s.syncAll(); err != nil {
 			return err
 		}
