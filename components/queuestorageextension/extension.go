@@ -20,8 +20,8 @@ type queueStorage struct {
 	logger *zap.Logger
 	cache  *cacheBudget
 
-	// maxRecordLen is passed to every store (storeOptions.maxRecordLen).
-	maxRecordLen int
+	// maxRecord is passed to every store (storeOptions.maxRecord).
+	maxRecord int
 
 	mu      sync.Mutex
 	clients map[*store]struct{}
@@ -67,12 +67,12 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 		return nil, fmt.Errorf("queue_storage: creating %s: %w", q.cfg.Directory, err)
 	}
 	s, err := openStore(filepath.Join(q.cfg.Directory, raw), storeOptions{
-		segmentSize:  SegmentSize(q.cfg.SegmentSize, volumeBytes(q.cfg.Directory)),
-		reserve:      reserve,
-		fsync:        q.cfg.Fsync,
-		cache:        q.cache,
-		logger:       q.logger.With(zap.String("client", raw)),
-		maxRecordLen: q.maxRecordLen,
+		segmentSize: SegmentSize(q.cfg.SegmentSize, volumeBytes(q.cfg.Directory)),
+		reserve:     reserve,
+		fsync:       q.cfg.Fsync,
+		cache:       q.cache,
+		logger:      q.logger.With(zap.String("client", raw)),
+		maxRecord:   q.maxRecord,
 	})
 	if err != nil {
 		return nil, err

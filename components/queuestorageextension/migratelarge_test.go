@@ -21,7 +21,7 @@ func migrateWithLimit(t *testing.T, old, dir string, maxRecord int, segmentSize 
 	cfg := createDefaultConfig()
 	cfg.Directory, cfg.MigrateFrom, cfg.SegmentSize = dir, old, segmentSize
 	ext := startExt(t, NewFactory(), cfg)
-	ext.(*queueStorage).maxRecordLen = maxRecord
+	ext.(*queueStorage).maxRecord = maxRecord
 	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func FuzzRecord(f *testing.F) {
 func TestRecordOverLimitIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	o, _ := testOptions(t, 1<<20)
-	o.maxRecordLen = 64 << 10
+	o.maxRecord = 64 << 10
 	s := openTest(t, dir, o)
 	mustBatch(t, s, storage.SetOperation("before", []byte("kept")))
 	err := s.Set(ctx, "big", item(1, 100<<10))

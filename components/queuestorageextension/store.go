@@ -37,16 +37,16 @@ type storeOptions struct {
 	fsync       bool
 	cache       *cacheBudget
 	logger      *zap.Logger
-	// maxRecordLen lowers the largest record body (0: maxRecordLen), so
+	// maxRecord lowers the largest record body (0: maxRecordLen), so
 	// tests show the limit's behaviour without writing gigabytes.
-	maxRecordLen int
+	maxRecord int
 }
 
 func (o storeOptions) recordLimit() int {
-	if o.maxRecordLen <= 0 || o.maxRecordLen > maxRecordLen {
+	if o.maxRecord <= 0 || o.maxRecord > maxRecordLen {
 		return maxRecordLen
 	}
-	return o.maxRecordLen
+	return o.maxRecord
 }
 
 // cacheBudget is the memory all clients of one extension may use to keep
