@@ -51,7 +51,7 @@ func hugeDir(t *testing.T) string {
 func TestHugeMigrationPrepare(t *testing.T) {
 	dir := hugeDir(t)
 	old := filepath.Join(dir, "file_storage")
-	if err := os.RemoveAll(dir); err != nil {
+	if err := os.RemoveAll(old); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(old, 0o750); err != nil {
