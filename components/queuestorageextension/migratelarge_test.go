@@ -95,14 +95,7 @@ func TestMigrationInterruptedMidwayIsCompleted(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(old, "exporter_otlp_http_default_logs")); !os.IsNotExist(err) {
 			t.Fatalf("round %d: the database is still there: %v", round, err)
 		}
-		live, _, _ := c.(*trackedClient).usage()
-		var wantLive int64
-		for k, v := range want {
-			wantLive += int64(len(k) + len(v))
-		}
-		if live != wantLive {
-			t.Fatalf("round %d: %d live bytes, want %d", round, live, wantLive)
-		}
+		expectOnly(t, c, want)
 		if err := ext.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -167,19 +160,26 @@ func TestMigrationFailingMidwayIsCompletedNextStart(t *testing.T) {
 			t.Fatalf("round %d, completing a migration that had copied %d of %d keys: %v", round, len(partial), len(want), err)
 		}
 		expectClient(t, c, want, nil)
-		live, _, _ := c.(*trackedClient).usage()
-		var wantLive int64
-		for k, v := range want {
-			wantLive += int64(len(k) + len(v))
-		}
-		if live != wantLive {
-			t.Fatalf("round %d: %d live bytes, want %d", round, live, wantLive)
-		}
+		expectOnly(t, c, want)
 		if _, err := os.Stat(db); !os.IsNotExist(err) {
 			t.Fatalf("round %d: the database is still there: %v", round, err)
 		}
 		if err := qs.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// expectOnly fails unless c holds no key beyond want: its live bytes are
+// want's keys and values.
+func expectOnly(t *testing.T, c storage.Client, want map[string][]byte) {
+	t.Helper()
+	live, _, _ := c.(*trackedClient).usage()
+	var wantLive int64
+	for k, v := range want {
+		wantLive += int64(len(k) + len(v))
+	}
+	if live != wantLive {
+		t.Fatalf("%d live bytes, want %d: keys beyond the database's", live, wantLive)
 	}
 }
