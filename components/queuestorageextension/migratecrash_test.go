@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,21 +45,7 @@ func runMigrationChildIfAsked() {
 // start after the last kill finishes it, with every key of the database.
 func TestKillNineWhileMigrating(t *testing.T) {
 	old, dir := t.TempDir(), t.TempDir()
-	ext, c := fileStorageClient(t, old)
-	want := map[string][]byte{}
-	for i := range 600 {
-		k := strconv.Itoa(i)
-		want[k], want["qmv0"] = item(i, 16000+i), []byte(k)
-		if err := c.Batch(ctx, storage.SetOperation("qmv0", want["qmv0"]), storage.SetOperation(k, want[k])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ext.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	want := fileStorageItems(t, old, 600, 16000)
 	db := filepath.Join(old, "exporter_otlp_http_default_logs")
 	store := filepath.Join(dir, "exporter_otlp_http_default_logs")
 

@@ -109,21 +109,7 @@ func TestMigrationInterruptedMidwayIsCompleted(t *testing.T) {
 // nothing else.
 func TestMigrationFailingMidwayIsCompletedNextStart(t *testing.T) {
 	old := t.TempDir()
-	ext, c := fileStorageClient(t, old)
-	want := map[string][]byte{}
-	for i := range 400 {
-		k := strconv.Itoa(i)
-		want[k], want["qmv0"] = item(i, 4000+i), []byte(k)
-		if err := c.Batch(ctx, storage.SetOperation("qmv0", want["qmv0"]), storage.SetOperation(k, want[k])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ext.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	want := fileStorageItems(t, old, 400, 4000)
 	db := filepath.Join(old, "exporter_otlp_http_default_logs")
 
 	full := filepath.Join(tmpfs(t, "1m"), "qs")
@@ -182,4 +168,27 @@ func expectOnly(t *testing.T, c storage.Client, want map[string][]byte) {
 	if live != wantLive {
 		t.Fatalf("%d live bytes, want %d: keys beyond the database's", live, wantLive)
 	}
+}
+
+// fileStorageItems queues n items of about size bytes in file_storage on dir,
+// each with its metadata update as the persistent queue writes them, and
+// returns the keys it holds.
+func fileStorageItems(t *testing.T, dir string, n, size int) map[string][]byte {
+	t.Helper()
+	ext, c := fileStorageClient(t, dir)
+	want := map[string][]byte{}
+	for i := range n {
+		k := strconv.Itoa(i)
+		want[k], want["qmv0"] = item(i, size+i), []byte(k)
+		if err := c.Batch(ctx, storage.SetOperation("qmv0", want["qmv0"]), storage.SetOperation(k, want[k])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return want
 }
