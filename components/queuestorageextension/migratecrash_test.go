@@ -45,7 +45,7 @@ func runMigrationChildIfAsked() {
 // start after the last kill finishes it, with every key of the database.
 func TestKillNineWhileMigrating(t *testing.T) {
 	old, dir := t.TempDir(), t.TempDir()
-	want := fileStorageItems(t, old, 600, 16000)
+	want := fileStorageItems(t, old, 600, 16000, 0)
 	db := filepath.Join(old, "exporter_otlp_http_default_logs")
 	store := filepath.Join(dir, "exporter_otlp_http_default_logs")
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/collector/component"
@@ -109,7 +108,7 @@ func TestMigrationInterruptedMidwayIsCompleted(t *testing.T) {
 // nothing else.
 func TestMigrationFailingMidwayIsCompletedNextStart(t *testing.T) {
 	old := t.TempDir()
-	want := fileStorageItems(t, old, 400, 4000)
+	want := fileStorageItems(t, old, 400, 4000, 0)
 	db := filepath.Join(old, "exporter_otlp_http_default_logs")
 
 	full := filepath.Join(tmpfs(t, "1m"), "qs")
@@ -168,27 +167,4 @@ func expectOnly(t *testing.T, c storage.Client, want map[string][]byte) {
 	if live != wantLive {
 		t.Fatalf("%d live bytes, want %d: keys beyond the database's", live, wantLive)
 	}
-}
-
-// fileStorageItems queues n items of about size bytes in file_storage on dir,
-// each with its metadata update as the persistent queue writes them, and
-// returns the keys it holds.
-func fileStorageItems(t *testing.T, dir string, n, size int) map[string][]byte {
-	t.Helper()
-	ext, c := fileStorageClient(t, dir)
-	want := map[string][]byte{}
-	for i := range n {
-		k := strconv.Itoa(i)
-		want[k], want["qmv0"] = item(i, size+i), []byte(k)
-		if err := c.Batch(ctx, storage.SetOperation("qmv0", want["qmv0"]), storage.SetOperation(k, want[k])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ext.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return want
 }
