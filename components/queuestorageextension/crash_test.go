@@ -25,6 +25,7 @@ const crashWriterEnv = "QUEUE_STORAGE_CRASH_WRITER"
 // runCrashWriterIfAsked runs first in the generated TestMain (metadata.yaml,
 // tests::goleak::setup): the child process is the writer and runs no test.
 func runCrashWriterIfAsked() {
+	runMigrationChildIfAsked()
 	if dir := os.Getenv(crashWriterEnv); dir != "" {
 		crashWriter(dir)
 		os.Exit(0)

@@ -20,6 +20,9 @@ type queueStorage struct {
 	logger *zap.Logger
 	cache  *cacheBudget
 
+	// maxRecord is passed to every store (storeOptions.maxRecord).
+	maxRecord int
+
 	mu      sync.Mutex
 	clients map[*store]struct{}
 }
@@ -69,6 +72,7 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 		fsync:       q.cfg.Fsync,
 		cache:       q.cache,
 		logger:      q.logger.With(zap.String("client", raw)),
+		maxRecord:   q.maxRecord,
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,25 +34,26 @@ func startExt(t testing.TB, f extension.Factory, cfg component.Config) storage.E
 // fileStorageBacklog writes a queue's backlog through the real file_storage
 // extension, as the gateway did before queue_storage, and returns it.
 func fileStorageBacklog(t *testing.T, dir string) map[string][]byte {
-	f := filestorage.NewFactory()
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = dir
-	ext := startExt(t, f, cfg)
-	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return fileStorageItems(t, dir, 200, 1000, 50)
+}
+
+// fileStorageItems queues n items of about size bytes in file_storage on dir,
+// each with its metadata update as the persistent queue writes them, deletes
+// the first delivered of them, and returns the keys it holds.
+func fileStorageItems(t *testing.T, dir string, n, size, delivered int) map[string][]byte {
+	t.Helper()
+	ext, c := fileStorageClient(t, dir)
 	want := map[string][]byte{}
-	for i := range 200 {
-		k, v := fmt.Sprint(i), item(i, 1000+i)
-		want[k], want["qmv0"] = v, []byte(fmt.Sprintf("meta %d", i))
-		if err := c.Batch(ctx, storage.SetOperation("qmv0", want["qmv0"]), storage.SetOperation(k, v)); err != nil {
+	for i := range n {
+		k := strconv.Itoa(i)
+		want[k], want["qmv0"] = item(i, size+i), []byte(fmt.Sprintf("meta %d", i))
+		if err := c.Batch(ctx, storage.SetOperation("qmv0", want["qmv0"]), storage.SetOperation(k, want[k])); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := range 50 { // already delivered
-		delete(want, fmt.Sprint(i))
-		if err := c.Delete(ctx, fmt.Sprint(i)); err != nil {
+	for i := range delivered {
+		delete(want, strconv.Itoa(i))
+		if err := c.Delete(ctx, strconv.Itoa(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,6 +64,21 @@ func fileStorageBacklog(t *testing.T, dir string) map[string][]byte {
 		t.Fatal(err)
 	}
 	return want
+}
+
+// fileStorageClient starts the real file_storage extension on dir and opens
+// the client exporterID's logs queue has there.
+func fileStorageClient(t *testing.T, dir string) (storage.Extension, storage.Client) {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext := startExt(t, f, cfg)
+	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ext, c
 }
 
 func expectClient(t *testing.T, c storage.Client, want map[string][]byte, gone []string) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 )
 
 // On-disk record (little endian), one per storage.Client Batch/Set/Delete:
@@ -29,8 +30,13 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // maxRecordLen bounds n so a corrupted length field cannot make recovery
-// allocate gigabytes.
+// allocate gigabytes. A store may be given a lower bound (storeOptions), never
+// a higher one, so n always fits the 32-bit length field.
 const maxRecordLen = 1 << 30
+
+// errRecordTooLarge refuses a write whose record the store could not read
+// back at the next start.
+var errRecordTooLarge = errors.New("queue_storage: record too large")
 
 var (
 	errEndOfData = errors.New("end of data")
@@ -47,21 +53,13 @@ type op struct {
 	valueOff int
 }
 
-// encodeRecord appends the record for ops to dst and returns it together with
-// the offset of each set operation's value within the record (-1 for deletes).
-func encodeRecord(dst []byte, ops []op) ([]byte, []int) {
-	parts, _, offs := recordParts(ops)
-	for _, p := range parts {
-		dst = append(dst, p...)
-	}
-	return dst, offs
-}
-
 // recordParts lays out the record for ops as consecutive parts that alias the
 // values, so a large value is written (pwritev) without being copied into a
 // record buffer first. It returns the parts, the record's length and the
-// offset of each set operation's value within the record (-1 for deletes).
-func recordParts(ops []op) ([][]byte, int, []int) {
+// offset of each set operation's value within the record (-1 for deletes), or
+// errRecordTooLarge when the body would exceed limit bytes (recovery rejects
+// such a record, and the length field could not hold it above 4 GiB).
+func recordParts(ops []op, limit int) ([][]byte, int, []int, error) {
 	meta := make([]byte, headerLen, headerLen+len(ops)*(1+2*binary.MaxVarintLen64+16))
 	parts := make([][]byte, 0, 2*len(ops)+1)
 	offs := make([]int, len(ops))
@@ -89,6 +87,9 @@ func recordParts(ops []op) ([][]byte, int, []int) {
 	if len(meta) > 0 {
 		parts = append(parts, meta)
 	}
+	if n := total - headerLen; n > limit || uint64(n) > math.MaxUint32 {
+		return nil, 0, nil, fmt.Errorf("%w: %d bytes in %d operations, above the limit of %d bytes", errRecordTooLarge, n, len(ops), limit)
+	}
 	head := parts[0]
 	binary.LittleEndian.PutUint32(head[4:8], uint32(total-headerLen))
 	crc := crc32.Update(0, castagnoli, head[4:])
@@ -96,13 +97,13 @@ func recordParts(ops []op) ([][]byte, int, []int) {
 		crc = crc32.Update(crc, castagnoli, p)
 	}
 	binary.LittleEndian.PutUint32(head[0:4], crc)
-	return parts, total, offs
+	return parts, total, offs, nil
 }
 
 // recordLen reads the header at the start of b: the whole record's length, or
 // errEndOfData (zeros: nothing was written here), errTorn (the record does not
-// fit in b), or an error for a length that cannot be.
-func recordLen(b []byte) (int, error) {
+// fit in b), or an error for a length that cannot be (above limit).
+func recordLen(b []byte, limit int) (int, error) {
 	if len(b) < headerLen {
 		if allZero(b) {
 			return 0, errEndOfData
@@ -116,8 +117,8 @@ func recordLen(b []byte) (int, error) {
 		}
 		return 0, fmt.Errorf("%w: zero length with checksum %#x", errChecksum, binary.LittleEndian.Uint32(b[0:4]))
 	}
-	if n > maxRecordLen {
-		return 0, fmt.Errorf("%w: length %d exceeds %d", errChecksum, n, maxRecordLen)
+	if int64(n) > int64(limit) {
+		return 0, fmt.Errorf("%w: length %d exceeds %d", errChecksum, n, limit)
 	}
 	if int(n)+headerLen > len(b) {
 		return 0, errTorn
@@ -125,10 +126,11 @@ func recordLen(b []byte) (int, error) {
 	return int(n) + headerLen, nil
 }
 
-// decodeRecord checks and decodes the record at the start of b. It returns the
-// operations (aliasing b) and the record's length.
-func decodeRecord(b []byte) ([]op, int, error) {
-	l, err := recordLen(b)
+// decodeRecord checks and decodes the record at the start of b, whose body
+// may be at most limit bytes. It returns the operations (aliasing b) and the
+// record's length.
+func decodeRecord(b []byte, limit int) ([]op, int, error) {
+	l, err := recordLen(b, limit)
 	if err != nil {
 		return nil, 0, err
 	}

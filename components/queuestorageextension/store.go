@@ -37,6 +37,16 @@ type storeOptions struct {
 	fsync       bool
 	cache       *cacheBudget
 	logger      *zap.Logger
+	// maxRecord lowers the largest record body (0: maxRecordLen), so
+	// tests show the limit's behaviour without writing gigabytes.
+	maxRecord int
+}
+
+func (o storeOptions) recordLimit() int {
+	if o.maxRecord <= 0 || o.maxRecord > maxRecordLen {
+		return maxRecordLen
+	}
+	return o.maxRecord
 }
 
 // cacheBudget is the memory all clients of one extension may use to keep
@@ -188,7 +198,7 @@ func (s *store) recover() error {
 func (s *store) replay(seg *segment, b []byte, newest bool) {
 	var p int64
 	for p < int64(len(b)) {
-		ops, l, err := decodeRecord(b[p:])
+		ops, l, err := decodeRecord(b[p:], s.opts.recordLimit())
 		if errors.Is(err, errEndOfData) {
 			break
 		}
@@ -348,7 +358,10 @@ func (s *store) value(e entry) ([]byte, error) {
 // write appends one record holding ops and applies it. A record that adds a
 // key may not use the reserve at the end of a segment.
 func (s *store) write(ops []op, addsKey bool) error {
-	parts, total, offs := recordParts(ops)
+	parts, total, offs, err := recordParts(ops, s.opts.recordLimit())
+	if err != nil {
+		return err
+	}
 	for i := range ops {
 		ops[i].valueOff = offs[i]
 	}
