@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,9 @@ func TestGatewayConfigSafetyRules(t *testing.T) {
 	def, second := newTLSBackend(t, "default"), newTLSBackend(t, "second")
 	g := newGatewayEnv(t, def, second)
 	const literal = "literal-key-0c9d2e"
+	// The issue's literal, and the token of backend corp that backend vendor must
+	// not carry.
+	const issueLiteral, corpToken = "literal-SECRET", "Bearer corp-token-2d9f61"
 
 	// The shipped configs are valid: the rules below fail for their own reason.
 	// So are gRPC endpoints that keep TLS whatever their scheme says: configgrpc
@@ -39,6 +43,15 @@ func TestGatewayConfigSafetyRules(t *testing.T) {
 		}
 	}
 	// secondWith merges backends/second.yaml, edited (old, new pairs), into gateway.yaml.
+	// withBackend merges a fragment that adds backends to gateway.yaml, with the
+	// gate that makes its pipeline lists add to the gateway's.
+	withBackend := func(fragment string) func(t *testing.T) []string {
+		return func(t *testing.T) []string {
+			return []string{"--config", gatewayConfig("gateway.yaml"), "--config", writeFile(t, "backend.yaml", fragment),
+				"--feature-gates=confmap.enableMergeAppendOption"}
+		}
+	}
+	corpEnv := []string{"OTEL_EXPORTER_CORP_AUTHORIZATION=" + corpToken}
 	secondWith := func(edits ...string) func(t *testing.T) []string {
 		return func(t *testing.T) []string {
 			return []string{"--config", gatewayConfig("gateway.yaml"), "--config", secondFragment(t, edits...),
@@ -166,6 +179,54 @@ receivers:
 			args: gatewayWith("minversion.yaml", "exporters:\n  otlp_http_wire/default:\n    tls:\n      min_version: \"1.3\"\n"),
 			want: "exporters::otlp_http_wire/default: tls::min_version is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it: remove tls::min_version (set min_version on certwatch/default instead)",
 		},
+		// confmap unflattens "::" keys before the collector runs: the flat
+		// spelling is the same field and meets the same rule.
+		{
+			name: "literal credential header written as a flat key",
+			args: withBackend(grpcBackends("otlp_grpc/corp", `"headers::X-Api-Key": `+issueLiteral)),
+			want: "exporters::otlp_grpc/corp: headers::X-Api-Key is a credential written as a literal value (value not shown): write ${env:OTEL_EXPORTER_CORP_X_API_KEY}",
+		},
+		{
+			name: "literal tls key_pem written as a flat key",
+			args: withBackend(grpcBackends("otlp_grpc/corp", `"tls::key_pem": `+issueLiteral)),
+			want: "exporters::otlp_grpc/corp::tls::key_pem is a credential written as a literal value (value not shown)",
+		},
+		{
+			name: "literal credential header under Headers",
+			args: withBackend(grpcBackends("otlp/corp", "Headers: {X-Api-Key: "+issueLiteral+"}")),
+			want: "exporters::otlp/corp: Headers::X-Api-Key is a credential written as a literal value (value not shown)",
+		},
+		{
+			name: "another backend's header variable as a flat key",
+			args: withBackend(grpcBackends("otlp_grpc/corp", `headers: {Authorization: "${env:OTEL_EXPORTER_CORP_AUTHORIZATION}"}`,
+				"otlp_grpc/vendor", `"headers::Authorization": ${env:OTEL_EXPORTER_CORP_AUTHORIZATION}`)),
+			env:  corpEnv,
+			want: "environment variable OTEL_EXPORTER_CORP_AUTHORIZATION is read by more than one backend (exporters::otlp_grpc/corp: headers::Authorization; exporters::otlp_grpc/vendor: headers::Authorization)",
+		},
+		{
+			name: "another backend's header variable, deprecated alias and lower-case header",
+			args: withBackend(grpcBackends("otlp_grpc/corp", `headers: {Authorization: "${env:OTEL_EXPORTER_CORP_AUTHORIZATION}"}`,
+				"otlp/vendor", `"headers::authorization": ${env:OTEL_EXPORTER_CORP_AUTHORIZATION}`)),
+			env:  corpEnv,
+			want: "(exporters::otlp/vendor: headers::authorization; exporters::otlp_grpc/corp: headers::Authorization)",
+		},
+		{
+			name: "backends entry carrying another backend's header",
+			args: func(t *testing.T) []string {
+				return []string{"--config", gatewayConfig("gateway.yaml"), "--config", writeFile(t, "backends.yaml", `
+backends:
+  - name: corp
+    endpoint: https://collector.corp.example:4317
+    headers: [Authorization]
+  - name: vendor
+    endpoint: https://collector.vendor.example:4317
+    exporter:
+      "headers::Authorization": ${env:OTEL_EXPORTER_CORP_AUTHORIZATION}
+`)}
+			},
+			env:  corpEnv,
+			want: "backends[1] (vendor): exporter: headers cannot be set here; it belongs to the backend entry",
+		},
 		{
 			// 2 MiB per signal x 3 signals, twice over, is 12 MiB, plus three
 			// queue_storage segments per signal (128 KiB on this volume): 13 MiB,
@@ -195,7 +256,8 @@ receivers:
 					t.Fatalf("validate output lacks %q:\n%s", more, out)
 				}
 			}
-			if strings.Contains(out, literal) || strings.Contains(out, "default-backend-secret") || strings.Contains(out, secondSecret) {
+			if strings.Contains(out, literal) || strings.Contains(out, issueLiteral) || strings.Contains(out, "corp-token") ||
+				strings.Contains(out, "default-backend-secret") || strings.Contains(out, secondSecret) {
 				t.Fatalf("validate output leaks a credential:\n%s", out)
 			}
 			// A normal start refuses the same config with the same message.
@@ -206,4 +268,18 @@ receivers:
 			}
 		})
 	}
+}
+
+// grpcBackends is a fragment of gRPC exporters, each given as its id and one
+// YAML line of fields, sending to https://collector.<name>.example, each in its
+// own logs pipeline.
+func grpcBackends(idFields ...string) string {
+	var exps, pipes strings.Builder
+	for i := 0; i+1 < len(idFields); i += 2 {
+		id, field := idFields[i], idFields[i+1]
+		name := id[strings.Index(id, "/")+1:]
+		fmt.Fprintf(&exps, "  %s:\n    endpoint: https://collector.%s.example:4317\n    %s\n", id, name, field)
+		fmt.Fprintf(&pipes, "    logs/%s:\n      receivers: [otlp]\n      exporters: [%s]\n", name, id)
+	}
+	return "exporters:\n" + exps.String() + "service:\n  pipelines:\n" + pipes.String()
 }
