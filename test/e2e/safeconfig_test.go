@@ -188,7 +188,8 @@ receivers:
 		},
 		{
 			name: "literal tls key_pem written as a flat key",
-			args: withBackend(grpcBackends("otlp_grpc/corp", `"tls::key_pem": `+issueLiteral)),
+			args: withBackend(grpcBackends("otlp_grpc/corp", "\"tls::cert_pem\": ${env:OTEL_EXPORTER_CORP_CERT_PEM}\n    \"tls::key_pem\": "+issueLiteral)),
+			env:  []string{"OTEL_EXPORTER_CORP_CERT_PEM=not-checked-by-validate"},
 			want: "exporters::otlp_grpc/corp::tls::key_pem is a credential written as a literal value (value not shown)",
 		},
 		{
