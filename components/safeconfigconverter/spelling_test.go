@@ -1,10 +1,7 @@
 package safeconfigconverter
 
 import (
-	"context"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,26 +19,8 @@ import (
 // whole chain, whatever an earlier converter did.
 func resolveChain(t *testing.T, files ...string) (*confmap.Conf, error) {
 	t.Helper()
-	dir := t.TempDir()
-	var uris []string
-	for i, content := range files {
-		p := filepath.Join(dir, string(rune('a'+i))+".yaml")
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		uris = append(uris, "file:"+p)
-	}
-	r, err := confmap.NewResolver(confmap.ResolverSettings{
-		URIs:               uris,
-		ProviderFactories:  []confmap.ProviderFactory{strictenvprovider.NewFactory(), safeconfigprovider.NewFactory()},
-		ConverterFactories: []confmap.ConverterFactory{backendsconverter.NewFactory(), NewFactory()},
-		DefaultScheme:      "env",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
-	return r.Resolve(context.Background())
+	return resolveWith(t, []confmap.ProviderFactory{strictenvprovider.NewFactory(), safeconfigprovider.NewFactory()},
+		[]confmap.ConverterFactory{backendsconverter.NewFactory(), NewFactory()}, files...)
 }
 
 // A spelling writes the same configuration with different keys: confmap
