@@ -22,7 +22,9 @@
 //     with a second exporter, or stands in front of an exporter whose own
 //     sending_queue is enabled.
 //
-// Errors name the exporter and the field.
+// It reads the configuration through confmap, with "::" keys unflattened, so a
+// flat key ("tls::insecure_skip_verify": true) meets the rule of the field it
+// names. Errors name the exporter and the field.
 package safeconfigconverter // import "github.com/otelcol-relay/otelcol-relay/components/safeconfigconverter"
 
 import (
