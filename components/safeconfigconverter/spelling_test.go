@@ -171,7 +171,7 @@ var badCases = []badCase{
 		exporter: "{endpoint: 'https://collector.vendor.example:4318', sending_queue: {enabled: true}}",
 		extra:    "service: {pipelines: {logs/vendor: {receivers: [otlp], processors: [durable_queue/vendor], exporters: [otlp_http/vendor]}}}\n",
 		want:     "exporters::otlp_http/vendor: sending_queue::enabled must be false behind processor durable_queue/vendor", key: "sending_queue",
-		// The entry is added to every pipeline it names, next to corp.
+		// As an entry, otlp_http_wire/vendor joins every pipeline, logs/vendor too.
 	},
 	{name: "unused backend", typ: "otlp_http",
 		exporter: "{endpoint: 'https://collector.vendor.example:4318'}",
