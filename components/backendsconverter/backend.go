@@ -84,7 +84,9 @@ func (b *backend) watchesFiles() bool {
 // rest of the config happen when it is expanded.
 func parseBackend(i int, raw any) (*backend, error) {
 	b := &backend{index: i, protocol: "grpc"}
-	m, ok := raw.(map[string]any)
+	// The entry's maps become the exporter's and certwatch's, which the
+	// collector reads unflattened: {"exporter::headers::X": v} is a header.
+	m, ok := safeconfig.Unflatten(raw).(map[string]any)
 	if !ok {
 		return b, fmt.Errorf("%s: want a map with name, endpoint, protocol, headers, tls, got %T", b.where(), raw)
 	}
@@ -158,10 +160,13 @@ func parseBackend(i int, raw any) (*backend, error) {
 	return b, errors.Join(errs...)
 }
 
+// checkNoPerBackendKeys refuses the per-backend keys in m, in any case: a key
+// the exporter does not know fails later anyway, but this names the reason.
+// m must be unflattened (safeconfig.Unflatten).
 func checkNoPerBackendKeys(where string, m map[string]any) []error {
 	var errs []error
-	for _, k := range perBackendKeys {
-		if _, ok := m[k]; ok {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if slices.ContainsFunc(perBackendKeys, func(p string) bool { return strings.EqualFold(k, p) }) {
 			errs = append(errs, fmt.Errorf("%s: %s cannot be set here; it belongs to the backend entry (endpoint, headers, tls)", where, k))
 		}
 	}

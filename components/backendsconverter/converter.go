@@ -28,7 +28,7 @@ import (
 
 const (
 	// BackendsKey is the top-level list of backends.
-	BackendsKey = "backends"
+	BackendsKey = safeconfig.BackendsKey
 	// DefaultsKey holds exporter settings every expanded exporter starts from
 	// (sending_queue, retry_on_failure, compression, timeout...).
 	DefaultsKey = "backend_defaults"
@@ -71,7 +71,7 @@ func (c converter) Convert(_ context.Context, conf *confmap.Conf) error {
 // reads the environment (header values come from Secrets through it).
 func Expand(cfg map[string]any, lookup func(string) (string, bool)) error {
 	rawList, hasList := cfg[BackendsKey]
-	defaults, _ := cfg[DefaultsKey].(map[string]any)
+	defaults, _ := safeconfig.Unflatten(cfg[DefaultsKey]).(map[string]any)
 	if d, ok := cfg[DefaultsKey]; ok && d != nil && defaults == nil {
 		return fmt.Errorf("%s: want a map of exporter settings, got %T", DefaultsKey, d)
 	}

@@ -152,6 +152,18 @@ func TestExpandErrors(t *testing.T) {
 			"backend_defaults: headers cannot be set here"},
 		"tls in exporter override": {`backends: [{name: corp, endpoint: "https://c", exporter: {tls: {insecure: true}}}]`,
 			"backends[0] (corp): exporter: tls cannot be set here"},
+		// The exporter block becomes a map the collector unflattens: a flat key
+		// or another case is the field it names.
+		"flat headers in exporter override": {`backends: [{name: vendor, endpoint: "https://collector.vendor.example", exporter: {"headers::Authorization": "${env:OTEL_EXPORTER_CORP_AUTHORIZATION}"}}]`,
+			"backends[0] (vendor): exporter: headers cannot be set here"},
+		"flat headers on the entry": {`backends: [{name: vendor, endpoint: "https://c", "exporter::headers::Authorization": "x"}]`,
+			"backends[0] (vendor): exporter: headers cannot be set here"},
+		"flat tls in exporter override": {`backends: [{name: vendor, endpoint: "https://c", exporter: {"tls::insecure": true}}]`,
+			"backends[0] (vendor): exporter: tls cannot be set here"},
+		"headers in another case": {`backends: [{name: vendor, endpoint: "https://c", exporter: {Headers: {Authorization: x}}}]`,
+			"backends[0] (vendor): exporter: Headers cannot be set here"},
+		"flat headers in defaults": {"backend_defaults: {\"headers::X-A\": b}\nbackends: [{name: corp, endpoint: \"https://c\"}]",
+			"backend_defaults: headers cannot be set here"},
 		"poll without files": {`backends: [{name: corp, endpoint: "https://c", tls: {poll_interval: 1s}}]`,
 			"tls::poll_interval only applies with ca_file or cert_file/key_file"},
 	} {
@@ -194,5 +206,25 @@ func TestConvert(t *testing.T) {
 	}
 	if len(none.Get("service::pipelines::logs::exporters").([]any)) != 1 {
 		t.Error("a config without backends changed")
+	}
+}
+
+// Flat keys on an entry mean what the nested ones do.
+func TestExpandFlatEntry(t *testing.T) {
+	cfg := parse(t, base, `
+backends:
+  - name: corp
+    endpoint: https://corp:4317
+    "tls::ca_file": /certs/exporter-cas/corp.crt
+    "exporter::sending_queue::num_consumers": 2
+`)
+	if err := Expand(cfg, lookup); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(cfg, "extensions", "certwatch/corp", "ca_file"); got != "/certs/exporter-cas/corp.crt" {
+		t.Errorf("certwatch/corp ca_file = %v", got)
+	}
+	if got := fmt.Sprint(get(cfg, "exporters", "otlp_grpc/corp", "sending_queue", "num_consumers")); got != "2" {
+		t.Errorf("sending_queue::num_consumers = %v", got)
 	}
 }

@@ -17,8 +17,14 @@ import (
 )
 
 // resolve runs the collector's real resolver over files, with the safe file
-// provider, the env provider and this converter, as otelcol-relay wires them.
+// provider, the env provider and this converter.
 func resolve(t *testing.T, files ...string) (*confmap.Conf, error) {
+	t.Helper()
+	return resolveWith(t, []confmap.ProviderFactory{safeconfigprovider.NewFactory(), envprovider.NewFactory()},
+		[]confmap.ConverterFactory{NewFactory()}, files...)
+}
+
+func resolveWith(t *testing.T, providers []confmap.ProviderFactory, converters []confmap.ConverterFactory, files ...string) (*confmap.Conf, error) {
 	t.Helper()
 	dir := t.TempDir()
 	var uris []string
@@ -31,8 +37,8 @@ func resolve(t *testing.T, files ...string) (*confmap.Conf, error) {
 	}
 	r, err := confmap.NewResolver(confmap.ResolverSettings{
 		URIs:               uris,
-		ProviderFactories:  []confmap.ProviderFactory{safeconfigprovider.NewFactory(), envprovider.NewFactory()},
-		ConverterFactories: []confmap.ConverterFactory{NewFactory()},
+		ProviderFactories:  providers,
+		ConverterFactories: converters,
 		DefaultScheme:      "env",
 	})
 	if err != nil {

@@ -59,11 +59,17 @@ func (p *provider) Retrieve(ctx context.Context, uri string, watcher confmap.Wat
 		return ret, nil
 	}
 	path := strings.TrimPrefix(uri, schemeName+":")
-	if errs := check(doc); len(errs) > 0 {
+	// The rules read the document as the collector will: "a::b" keys unflattened.
+	seen, _ := safeconfig.Unflatten(doc).(map[string]any)
+	var errs []error
+	for _, p := range safeconfig.Ambiguous(doc) {
+		errs = append(errs, fmt.Errorf("%s is written more than once (nested and as a flat \"::\" key), and the collector keeps only one of them: write it once", p))
+	}
+	if errs = append(errs, check(seen)...); len(errs) > 0 {
 		return nil, fmt.Errorf("safeconfig: %s: %w", path, errors.Join(errs...))
 	}
-	envs := headerEnvs(doc)
-	setsLists := setsServiceLists(doc)
+	envs := headerEnvs(seen)
+	setsLists := setsServiceLists(seen)
 	if len(envs) == 0 && !setsLists {
 		return ret, nil
 	}
@@ -127,16 +133,18 @@ var authScheme = regexp.MustCompile(`(?i)^\s*((basic|bearer|digest|negotiate|oau
 func check(doc map[string]any) []error {
 	var errs []error
 	walk(doc, "", func(path, key string, value any) {
+		// Any case: a key the component does not know is refused when it is
+		// unmarshalled, but the credential is named here first.
 		switch {
 		case key == "":
 			// a list element: its list's key decides
-		case key == "headers":
-			errs = append(errs, checkHeaders(path, value)...)
-		case key == "http_headers":
+		case strings.EqualFold(key, "headers"):
+			errs = append(errs, checkHeaders(path, key, value)...)
+		case strings.EqualFold(key, "http_headers"):
 			errs = append(errs, checkHTTPHeaders(path, value)...)
 		case underHeaders(path):
 			// a header's own name or fields: checked above, with its name
-		case secretKeys[strings.ToLower(key)], parentKey(path) == "params" && isCredentialParam(key):
+		case secretKeys[strings.ToLower(key)], strings.EqualFold(parentKey(path), "params") && isCredentialParam(key):
 			errs = append(errs, checkValues(path, value)...)
 		}
 	})
@@ -148,10 +156,10 @@ func check(doc map[string]any) []error {
 	return errs
 }
 
-// checkHeaders checks a headers map or list (path ends in "headers"). An
-// exporter's errors suggest its conventional variable.
-func checkHeaders(path string, headers any) []error {
-	owner := strings.TrimSuffix(path, "::headers")
+// checkHeaders checks a headers map or list (path ends in key, "headers" in
+// any case). An exporter's errors suggest its conventional variable.
+func checkHeaders(path, key string, headers any) []error {
+	owner := strings.TrimSuffix(path, "::"+key)
 	id := ""
 	if parts := strings.Split(owner, "::"); len(parts) == 2 && parts[0] == "exporters" {
 		id = parts[1]
@@ -166,7 +174,7 @@ func checkHeaders(path string, headers any) []error {
 			hint = safeconfig.ExporterEnvName(id, name)
 		}
 		if err := checkCredential(value, hint); err != nil {
-			errs = append(errs, fmt.Errorf("%s: headers::%s %w", owner, name, err))
+			errs = append(errs, fmt.Errorf("%s: %s::%s %w", owner, key, name, err))
 		}
 	})
 	return errs
@@ -331,27 +339,37 @@ func headerEnvs(doc map[string]any) map[string]any {
 	for id, cfg := range exps {
 		headers := map[string]any{}
 		exp, _ := cfg.(map[string]any)
-		forEachHeader(exp["headers"], func(name string, value any) {
-			s, ok := value.(string)
-			if !ok {
-				return
+		for _, k := range slices.Sorted(maps.Keys(exp)) {
+			if strings.EqualFold(k, "headers") {
+				recordHeaderEnvs(exp[k], headers)
 			}
-			refs, _ := safeconfig.Scan(s)
-			var names []string
-			for _, r := range refs {
-				if r.Scheme == "env" {
-					names = append(names, r.Name)
-				}
-			}
-			if len(names) > 0 {
-				headers[name] = strings.Join(names, " ")
-			}
-		})
+		}
 		if len(headers) > 0 {
 			out[id] = headers
 		}
 	}
 	return out
+}
+
+// recordHeaderEnvs adds to record, for each header of a headers value, the
+// variables its value reads.
+func recordHeaderEnvs(hs any, record map[string]any) {
+	forEachHeader(hs, func(name string, value any) {
+		s, ok := value.(string)
+		if !ok {
+			return
+		}
+		refs, _ := safeconfig.Scan(s)
+		var names []string
+		for _, r := range refs {
+			if r.Scheme == "env" {
+				names = append(names, r.Name)
+			}
+		}
+		if len(names) > 0 {
+			record[name] = strings.Join(names, " ")
+		}
+	})
 }
 
 // walk calls f for every value in v, depth first, with its path: for a map
@@ -370,6 +388,12 @@ func walk(v any, path string, f func(path, key string, value any)) {
 	case []any:
 		for i, item := range t {
 			p := fmt.Sprintf("%s[%d]", path, i)
+			if path == safeconfig.BackendsKey {
+				// backendsconverter names its entries so: the name is the backend's.
+				if name, _ := asMap(item)["name"].(string); name != "" {
+					p += " (" + name + ")"
+				}
+			}
 			f(p, "", item)
 			walk(item, p, f)
 		}
@@ -381,7 +405,7 @@ func walk(v any, path string, f func(path, key string, value any)) {
 func underHeaders(path string) bool {
 	parts := strings.Split(path, "::")
 	for _, p := range parts[:len(parts)-1] {
-		if p, _, _ = strings.Cut(p, "["); p == "headers" || p == "http_headers" {
+		if p, _, _ = strings.Cut(p, "["); strings.EqualFold(p, "headers") || strings.EqualFold(p, "http_headers") {
 			return true
 		}
 	}
@@ -405,4 +429,9 @@ func isScalar(v any) bool {
 		return false
 	}
 	return true
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }

@@ -36,3 +36,46 @@ func TestMaskRefsRoundTrip(t *testing.T) {
 	assert.Equal(t, []string{"${env:PW}", "${env:S}"}, orig)
 	assert.Equal(t, s, Unmask(masked, orig))
 }
+
+// Unflatten reads keys as confmap does, and also inside lists.
+func TestUnflatten(t *testing.T) {
+	raw := map[string]any{
+		"exporters": map[string]any{"otlp_grpc/a": map[string]any{
+			"headers::X-Api-Key": "${env:A}",
+			"tls":                map[string]any{"ca_file": "/ca"},
+			"tls::key_pem":       "${env:K}",
+		}},
+		"exporters::otlp_grpc/b::endpoint": "https://b",
+		"backends":                         []any{map[string]any{"name": "v", "exporter::headers::Authorization": "${env:C}"}},
+	}
+	want := map[string]any{
+		"exporters": map[string]any{
+			"otlp_grpc/a": map[string]any{
+				"headers": map[string]any{"X-Api-Key": "${env:A}"},
+				"tls":     map[string]any{"ca_file": "/ca", "key_pem": "${env:K}"},
+			},
+			"otlp_grpc/b": map[string]any{"endpoint": "https://b"},
+		},
+		"backends": []any{map[string]any{"name": "v", "exporter": map[string]any{"headers": map[string]any{"Authorization": "${env:C}"}}}},
+	}
+	assert.Equal(t, want, Unflatten(raw))
+	assert.Contains(t, raw, "exporters::otlp_grpc/b::endpoint", "the input is left as written")
+}
+
+// A path written twice keeps one value only: it is reported. A value and a map
+// under one path are not: the map wins.
+func TestAmbiguous(t *testing.T) {
+	assert.Empty(t, Ambiguous(map[string]any{"a": map[string]any{"b": 1}, "a::c": 2, "l": []any{map[string]any{"x": 1}}}))
+	assert.Equal(t, []string{
+		"backends[0]::exporter::headers::Authorization",
+		"exporters::otlp_grpc/a::headers::X-Api-Key",
+	}, Ambiguous(map[string]any{
+		"exporters": map[string]any{"otlp_grpc/a": map[string]any{
+			"headers::X-Api-Key": "a",
+			"headers":            map[string]any{"X-Api-Key": "b"},
+			"tls":                "",
+			"tls::key_pem":       "c",
+		}},
+		"backends": []any{map[string]any{"exporter::headers::Authorization": "a", "exporter": map[string]any{"headers::Authorization": "b"}}},
+	}))
+}
