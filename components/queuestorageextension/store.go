@@ -26,11 +26,6 @@ var ErrVolumeFull = errors.New("queue volume full")
 
 var errClosed = errors.New("queue_storage client is closed")
 
-// copyBelow is the value size under which a cached value gets its own
-// allocation instead of aliasing the caller's buffer: small values (queue
-// metadata) are often slices of larger buffers they would pin in memory.
-const copyBelow = 4096
-
 type storeOptions struct {
 	segmentSize int64
 	reserve     int64
@@ -217,8 +212,8 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 }
 
 // apply makes o (found in seg at record offset recOff) the latest state of its
-// key. With cache, o.value may be kept in memory: a large value by reference
-// (the caller's buffer, which storage.Client callers do not modify after Set).
+// key. With cache, a copy of o.value may be kept in memory: the caller may
+// reuse its buffer once Set returns, as it may with file_storage.
 func (s *store) apply(seg *segment, recOff int64, o op, cache bool) {
 	if old, ok := s.index[o.key]; ok {
 		old.seg.live--
@@ -233,11 +228,7 @@ func (s *store) apply(seg *segment, recOff int64, o op, cache bool) {
 	}
 	e := entry{seg: seg, off: recOff + int64(o.valueOff), n: len(o.value)}
 	if cache && s.opts.cache.take(e.n) {
-		v := o.value[:e.n:e.n]
-		if e.n < copyBelow {
-			v = append([]byte(nil), v...)
-		}
-		e.val = v
+		e.val = append(make([]byte, 0, e.n), o.value...)
 	}
 	seg.live++
 	s.liveBytes += int64(e.n + len(o.key))
@@ -441,6 +432,7 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 					return err
 				}
 				o.Value = v
+				s.handOver(o.Key, e)
 			}
 		case storage.Set:
 			if _, ok := s.index[o.Key]; !ok {
@@ -461,6 +453,18 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 	}
 	s.reclaim()
 	return nil
+}
+
+// handOver gives the caller the cached copy of key's value instead of copying
+// it again: the store forgets it and reads it from the segment if it is asked
+// again. The queue reads each item once, so this costs nothing there.
+func (s *store) handOver(key string, e entry) {
+	if e.val == nil {
+		return
+	}
+	s.opts.cache.release(e.n)
+	e.val = nil
+	s.index[key] = e
 }
 
 func lastWrite(ops []*storage.Operation, key string) (*storage.Operation, bool) {
