@@ -64,7 +64,10 @@ type segment struct {
 	f    *os.File
 	size int64 // allocated length of the file
 	end  int64 // where the next record goes
-	live int   // index entries that point into this segment
+	// dataEnd is where records that add keys stop: beyond it the segment
+	// holds only the reserve and the drain, and such a record rolls.
+	dataEnd int64
+	live    int // index entries that point into this segment
 }
 
 type entry struct {
@@ -85,7 +88,10 @@ type store struct {
 	segs      []*segment // oldest first; the last one takes writes
 	index     map[string]entry
 	liveBytes int64
-	closed    bool
+	// deleteBytes and maxUpdate size the drain (drain.go).
+	deleteBytes int64
+	maxUpdate   int
+	closed      bool
 	// readOnly stores (Inspect) open segments read-only and leave torn
 	// tails as they are.
 	readOnly bool
@@ -116,7 +122,7 @@ func openStore(dir string, opts storeOptions) (*store, error) {
 		s.closeFiles()
 		return nil, err
 	}
-	if err := s.roll(0); err != nil {
+	if err := s.roll(0, s.drain(0, 0)); err != nil {
 		// On a full volume, keep writing into the newest segment's free space
 		// (recovery left the end of data at its last good record).
 		if !errors.Is(err, ErrVolumeFull) || len(s.segs) == 0 {
@@ -162,7 +168,7 @@ func (s *store) recover() error {
 			f.Close()
 			return fmt.Errorf("queue_storage: %w", err)
 		}
-		seg := &segment{id: fd.id, path: fd.path, f: f, size: st.Size()}
+		seg := &segment{id: fd.id, path: fd.path, f: f, size: st.Size(), dataEnd: st.Size()}
 		s.segs = append(s.segs, seg)
 		if int64(cap(buf)) < seg.size {
 			buf = make([]byte, seg.size)
@@ -215,7 +221,9 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 // key. With cache, a copy of o.value may be kept in memory: the caller may
 // reuse its buffer once Set returns, as it may with file_storage.
 func (s *store) apply(seg *segment, recOff int64, o op, cache bool) {
-	if old, ok := s.index[o.key]; ok {
+	old, existed := s.index[o.key]
+	s.countKey(o, existed)
+	if existed {
 		old.seg.live--
 		s.liveBytes -= int64(old.n + len(o.key))
 		if old.val != nil {
@@ -235,14 +243,14 @@ func (s *store) apply(seg *segment, recOff int64, o op, cache bool) {
 	s.index[o.key] = e
 }
 
-// roll starts a new segment big enough for a record of need bytes plus the
-// reserve.
-func (s *store) roll(need int64) error {
+// roll starts a new segment big enough for a record of need bytes, the
+// reserve and the drain once that record is written.
+func (s *store) roll(need, drain int64) error {
 	var id uint64 = 1
 	if len(s.segs) > 0 {
 		id = s.segs[len(s.segs)-1].id + 1
 	}
-	size := max(s.opts.segmentSize, need+s.opts.reserve)
+	size := s.segmentFor(need, drain)
 	path := filepath.Join(s.dir, segName(id))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
@@ -269,7 +277,10 @@ func (s *store) roll(need int64) error {
 			return err
 		}
 	}
-	s.segs = append(s.segs, &segment{id: id, path: path, f: f, size: size})
+	if len(s.segs) > 0 {
+		releaseTail(s.segs[len(s.segs)-1])
+	}
+	s.segs = append(s.segs, &segment{id: id, path: path, f: f, size: size, dataEnd: max(s.opts.segmentSize-s.opts.reserve, need)})
 	return nil
 }
 
@@ -288,10 +299,13 @@ func (s *store) reclaim() {
 			}
 			s.segs = s.segs[1:]
 		}
-		if len(s.segs) <= 2 || s.diskBytes() <= 2*s.liveBytes+2*s.opts.segmentSize {
+		if len(s.segs) <= 2 || s.diskBytes()-s.drain(0, 0) <= 2*s.liveBytes+2*s.opts.segmentSize {
 			return
 		}
 		if err := s.copyForward(s.segs[0]); err != nil {
+			if errors.Is(err, ErrVolumeFull) {
+				return // compaction waits for room: the drain is not spent on it
+			}
 			s.opts.logger.Warn("queue_storage: compacting the oldest segment", zap.String("segment", s.segs[0].path), zap.Error(err))
 			return
 		}
@@ -322,7 +336,9 @@ func (s *store) copyForward(seg *segment) error {
 		return nil
 	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i].key < ops[j].key })
-	return s.write(ops, false)
+	// Copied values keep their keys, but the copy must leave the drain
+	// free as an added key does.
+	return s.write(ops, true)
 }
 
 func (s *store) value(e entry) ([]byte, error) {
@@ -337,7 +353,7 @@ func (s *store) value(e entry) ([]byte, error) {
 }
 
 // write appends one record holding ops and applies it. A record that adds a
-// key may not use the reserve at the end of a segment.
+// key may use neither the reserve nor the drain at the end of the segment.
 func (s *store) write(ops []op, addsKey bool) error {
 	parts, total, offs := recordParts(ops)
 	for i := range ops {
@@ -345,12 +361,18 @@ func (s *store) write(ops []op, addsKey bool) error {
 	}
 	need := int64(total)
 	seg := s.segs[len(s.segs)-1]
+	drain := s.drain(s.addedKeys(ops))
+	if addsKey && seg.end+need <= seg.dataEnd && seg.end+need+s.opts.reserve+drain > seg.size {
+		if err := s.grow(seg, seg.end+need+s.opts.reserve+drain); err != nil {
+			return err
+		}
+	}
 	limit := seg.size
 	if addsKey {
-		limit -= s.opts.reserve
+		limit = min(seg.dataEnd, seg.size-s.opts.reserve-drain)
 	}
 	if seg.end+need > limit {
-		if err := s.roll(need); err != nil {
+		if err := s.roll(need, drain); err != nil {
 			if !errors.Is(err, ErrVolumeFull) || addsKey || seg.end+need > seg.size {
 				return err
 			}
