@@ -48,7 +48,7 @@ func (s *store) drain(newKeys, newDeletes int) int64 {
 func (s *store) addedKeys(ops []op) (keys, deletes int) {
 	seen := map[string]bool{}
 	for _, o := range ops {
-		if o.typ != opSet || seen[o.key] {
+		if (o.typ != opSet && o.typ != opLink) || seen[o.key] {
 			continue
 		}
 		seen[o.key] = true
@@ -68,7 +68,7 @@ func (s *store) countKey(o op, existed bool) {
 		if n := setOpLen(o.key, len(o.value)); n <= maxCountedUpdate {
 			s.maxUpdate = max(s.maxUpdate, n)
 		}
-	case o.typ == opSet:
+	case o.typ == opSet || o.typ == opLink:
 		s.deleteBytes += int64(deleteOpLen(o.key))
 	case existed:
 		s.deleteBytes -= int64(deleteOpLen(o.key))

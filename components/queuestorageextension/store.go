@@ -91,6 +91,7 @@ type store struct {
 	// deleteBytes and maxUpdate size the drain (drain.go).
 	deleteBytes int64
 	maxUpdate   int
+	ghosts      []ghost // link.go
 	closed      bool
 	// readOnly stores (Inspect) open segments read-only and leave torn
 	// tails as they are.
@@ -230,13 +231,21 @@ func (s *store) apply(seg *segment, recOff int64, o op, cache bool) {
 			s.opts.cache.release(old.n)
 		}
 		delete(s.index, o.key)
+		if o.typ == opDelete && cache {
+			s.addGhost(old)
+		}
+	}
+	if o.typ == opLink {
+		s.applyLink(o)
+		return
 	}
 	if o.typ != opSet {
 		return
 	}
 	e := entry{seg: seg, off: recOff + int64(o.valueOff), n: len(o.value)}
 	if cache && s.opts.cache.take(e.n) {
-		e.val = append(make([]byte, 0, e.n), o.value...)
+		// append, not make+copy: the runtime skips zeroing what it copies over.
+		e.val = append([]byte(nil), o.value...)
 	}
 	seg.live++
 	s.liveBytes += int64(e.n + len(o.key))
@@ -298,6 +307,7 @@ func (s *store) reclaim() {
 				s.opts.logger.Warn("queue_storage: removing an empty segment", zap.String("segment", old.path), zap.Error(err))
 			}
 			s.segs = s.segs[1:]
+			s.dropGhosts(old)
 		}
 		if len(s.segs) <= 2 || s.diskBytes()-s.drain(0, 0) <= 2*s.liveBytes+2*s.opts.segmentSize {
 			return
@@ -470,7 +480,15 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	if err := s.write(writes, addsKey); err != nil {
+	err := s.write(writes, addsKey)
+	if errors.Is(err, ErrVolumeFull) && addsKey {
+		// Values offered again under new keys (link.go) take a few bytes of
+		// the reserve instead of their size.
+		if links, ok := s.linked(writes); ok {
+			err = s.write(links, false)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	s.reclaim()
