@@ -183,10 +183,13 @@ func (s *store) recover() error {
 	return nil
 }
 
-// replay applies the records of one segment to the index. A bad record ends
-// the segment: at the tail of the newest segment it is a write torn by a crash
-// (never acknowledged) and is erased; anywhere else it is corruption, logged
-// with the segment and offset, and the segments around it are still used.
+// replay applies the records of one segment to the index. A bad record is
+// a torn tail only at the end of the newest segment with nothing written
+// after it (a crash tears only the last bytes written): it was never
+// acknowledged and is erased. Anything else is corruption, logged with the
+// segment, the offset and what was lost: one record when its length can be
+// trusted and records follow it (they are kept), else the rest of the
+// segment. The segments around it are still used.
 func (s *store) replay(seg *segment, b []byte, newest bool) {
 	var p int64
 	for p < int64(len(b)) {
@@ -195,20 +198,13 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 			break
 		}
 		if err != nil {
-			if newest {
-				s.tornTails++
-				s.opts.logger.Warn("queue_storage: dropped a torn record at the tail of the newest segment (a crash while writing it; it was never acknowledged)",
-					zap.String("segment", seg.path), zap.Int64("offset", p), zap.Error(err))
-				// Erase its header so the next recovery reads the end of data here.
-				if !s.readOnly {
-					_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
-				}
-			} else {
-				s.corruptSegments++
-				s.opts.logger.Error("queue_storage: segment is corrupted; the records after this offset in it are lost, every other segment is recovered",
-					zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_skipped", int64(len(b))-p), zap.Error(err))
+			next, resync := s.badRecord(seg, b, p, newest, err)
+			if !resync {
+				p = next
+				break
 			}
-			break
+			p = next
+			continue
 		}
 		for _, o := range ops {
 			s.apply(seg, p, o, false)
@@ -216,6 +212,36 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 		p += int64(l)
 	}
 	seg.end = p
+}
+
+// badRecord reports the bad record at p and says where replay goes on, if
+// it can, or else where the segment's data ends.
+func (s *store) badRecord(seg *segment, b []byte, p int64, newest bool, err error) (int64, bool) {
+	next := p + headerLen
+	if l, lerr := recordLen(b[p:]); lerr == nil {
+		next = p + int64(l) // the length is plausible: the body is damaged
+	}
+	after := b[min(next, int64(len(b))):]
+	if newest && allZero(after) {
+		s.tornTails++
+		s.opts.logger.Warn("queue_storage: dropped a torn record at the tail of the newest segment (a crash while writing it; it was never acknowledged)",
+			zap.String("segment", seg.path), zap.Int64("offset", p), zap.Error(err))
+		// Erase its header so the next recovery reads the end of data here.
+		if !s.readOnly {
+			_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
+		}
+		return p, false
+	}
+	s.corruptSegments++
+	if _, _, derr := decodeRecord(after); next > p+headerLen && derr == nil {
+		s.opts.logger.Error("queue_storage: segment is corrupted; one record (one batch) is lost, the records after it and every other segment are recovered",
+			zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_lost", next-p), zap.Error(err))
+		return next, true
+	}
+	s.opts.logger.Error("queue_storage: segment is corrupted; the records after this offset in it are lost, every other segment is recovered",
+		zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_skipped", int64(len(b))-p), zap.Error(err))
+	// Nothing more is written into it: what follows the damage stays as it is.
+	return int64(len(b)), false
 }
 
 // apply makes o (found in seg at record offset recOff) the latest state of its
