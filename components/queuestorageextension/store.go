@@ -31,7 +31,10 @@ type storeOptions struct {
 	reserve     int64
 	fsync       bool
 	cache       *cacheBudget
-	logger      *zap.Logger
+	// fdatasync and syncDir replace the syscalls when set (fsync.go).
+	fdatasync func(*os.File) error
+	syncDir   func(dir string) error
+	logger    *zap.Logger
 }
 
 // cacheBudget is the memory all clients of one extension may use to keep
@@ -92,7 +95,9 @@ type store struct {
 	deleteBytes int64
 	maxUpdate   int
 	ghosts      []ghost // link.go
-	closed      bool
+	// broken is set when a failed write could not be erased (unwrite).
+	broken error
+	closed bool
 	// readOnly stores (Inspect) open segments read-only and leave torn
 	// tails as they are.
 	readOnly bool
@@ -307,7 +312,7 @@ func (s *store) roll(need, drain int64) error {
 		}
 	}
 	if s.opts.fsync {
-		if err := syncDir(s.dir); err != nil {
+		if err := s.dirsync(); err != nil {
 			f.Close()
 			return err
 		}
@@ -325,8 +330,19 @@ func (s *store) roll(need, drain int64) error {
 // live data plus two segments: disk use stays bounded under churn even when a
 // few old keys stay alive.
 func (s *store) reclaim() {
+	removed := false
+	defer func() {
+		// A removal must be durable before a later write counts on it (a
+		// segment back after a node crash would bring back delivered items).
+		if removed && s.opts.fsync {
+			if err := s.dirsync(); err != nil {
+				s.opts.logger.Warn("queue_storage: syncing the directory after removing segments", zap.Error(err))
+			}
+		}
+	}()
 	for {
 		for len(s.segs) > 1 && s.segs[0].live == 0 {
+			removed = true
 			old := s.segs[0]
 			old.f.Close()
 			if err := os.Remove(old.path); err != nil {
@@ -426,8 +442,8 @@ func (s *store) write(ops []op, addsKey bool) error {
 		return fmt.Errorf("queue_storage: writing %s: %w", seg.path, err)
 	}
 	if s.opts.fsync {
-		if err := unix.Fdatasync(int(seg.f.Fd())); err != nil {
-			return fmt.Errorf("queue_storage: fsync %s: %w", seg.path, err)
+		if err := s.datasync(seg.f); err != nil {
+			return s.unwrite(seg, need, fmt.Errorf("queue_storage: fsync %s: %w", seg.path, err))
 		}
 	}
 	for _, o := range ops {
@@ -435,6 +451,22 @@ func (s *store) write(ops []op, addsKey bool) error {
 	}
 	seg.end += need
 	return nil
+}
+
+// unwrite erases the record of need bytes just written at the end of seg,
+// whose fdatasync failed, so the next start does not apply a batch the caller
+// was told failed. If the erasure cannot be made durable either, what the disk
+// holds is unknown: the store takes no more writes (a restart recovers it).
+func (s *store) unwrite(seg *segment, need int64, cause error) error {
+	_, err := seg.f.WriteAt(make([]byte, need), seg.end)
+	if err == nil {
+		err = s.datasync(seg.f)
+	}
+	if err != nil {
+		s.broken = fmt.Errorf("%w; erasing that record failed too (%w): the store takes no more writes until a restart", cause, err)
+		return s.broken
+	}
+	return cause
 }
 
 // pwriteAll writes parts back to back at off with as few syscalls as the
@@ -505,6 +537,9 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 	}
 	if len(writes) == 0 {
 		return nil
+	}
+	if s.broken != nil {
+		return s.broken
 	}
 	err := s.write(writes, addsKey)
 	if errors.Is(err, ErrVolumeFull) && addsKey {
