@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"golang.org/x/sys/unix"
 )
 
 // The tests in this file run upstream's persistent queue (exporterhelper
@@ -127,6 +125,16 @@ func fillVolume(t *testing.T, exp exporter.Logs, pad int) int {
 	}
 }
 
+func stopQueue(t *testing.T, exp exporter.Logs, ext storage.Extension) {
+	t.Helper()
+	if err := exp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // awaitDelivery waits until acked requests were delivered or delivery stops
 // progressing (a lost request is never delivered), and returns the count.
 func awaitDelivery(b *backend, acked int) int {
@@ -155,25 +163,6 @@ func missing(b *backend, acked int) []int {
 		}
 	}
 	return m
-}
-
-// ballast takes every free byte of the volume at vol.
-func ballast(t *testing.T, vol string) {
-	t.Helper()
-	var st unix.Statfs_t
-	if err := unix.Statfs(vol, &st); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(vol, "ballast"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if n := int64(st.Bavail) * st.Bsize; n > 0 {
-		if err := unix.Fallocate(int(f.Fd()), 0, 0, n); err != nil {
-			t.Fatalf("allocating %d bytes of ballast: %v", n, err)
-		}
-	}
 }
 
 // liveKeys is what stays in the client's directory once everything is closed.
@@ -207,12 +196,7 @@ func TestFullVolumeDrains(t *testing.T) {
 			acked := fillVolume(t, exp, c.pad)
 			close(b.up)
 			got := awaitDelivery(b, acked)
-			if err := exp.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := ext.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
+			stopQueue(t, exp, ext)
 			t.Logf("%d requests acknowledged on the full volume, %d delivered", acked, got)
 			if m := missing(b, acked); len(m) > 0 {
 				t.Errorf("%d of %d acknowledged requests never delivered (first: %v; %d empty requests sent)", len(m), acked, m[:min(len(m), 10)], b.empty)

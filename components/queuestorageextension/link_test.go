@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/testvolume"
 )
 
 // The values of deleted keys offered again under new keys on a full volume are
@@ -25,7 +27,7 @@ func TestReofferedValuesSurviveRestartsOnFullVolume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ballast(t, vol)
+	testvolume.Fill(t, vol, 0)
 	got := []*storage.Operation{storage.GetOperation("0"), storage.GetOperation("1")}
 	mustBatch(t, s, got...)
 	mustBatch(t, s, storage.DeleteOperation("0"), storage.DeleteOperation("1"))

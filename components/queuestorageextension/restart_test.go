@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/testvolume"
 )
 
 // A restart on a full volume: at start upstream's persistent queue deletes the
@@ -28,18 +30,13 @@ func TestRestartOnFullVolumeKeepsInFlightRequests(t *testing.T) {
 	if err := exp.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ballast(t, vol) // whatever room the queue left, something else took
+	testvolume.Fill(t, vol, 0) // whatever room the queue left, something else took
 
 	b := newBackend()
 	close(b.up)
 	exp, ext = startQueue(t, dir, 64<<10, 2, b.push(true))
 	got := awaitDelivery(b, acked)
-	if err := exp.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ext.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stopQueue(t, exp, ext)
 	t.Logf("1 MiB volume: %d requests acknowledged, 2 in flight at the restart, %d delivered after it", acked, got)
 	if m := missing(b, acked); len(m) > 0 {
 		t.Errorf("%d of %d acknowledged requests never delivered after a restart on the full volume: %v (%d empty requests sent)", len(m), acked, m, b.empty)
