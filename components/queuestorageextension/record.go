@@ -13,8 +13,9 @@ import (
 //	[0:4]  CRC-32C of bytes [4:8+n]
 //	[4:8]  n, the body length (> 0)
 //	[8:8+n] body: one or more operations, each
-//	        1 byte type (opSet, opDelete), uvarint key length, key,
-//	        and for opSet: uvarint value length, value
+//	        1 byte type (opSet, opDelete, opLink), uvarint key length, key,
+//	        for opSet: uvarint value length, value,
+//	        for opLink: uvarint segment id, uvarint offset, uvarint length
 //
 // One record holds a whole batch, so a batch is applied after a crash entirely
 // or not at all: the persistent queue's metadata and the item it describes are
@@ -25,6 +26,10 @@ const headerLen = 8
 const (
 	opSet    byte = 1
 	opDelete byte = 2
+	// opLink sets a key to a value already written in a segment (of a key
+	// since deleted): a value offered again under a new key on a full
+	// volume costs a few bytes, not its size.
+	opLink byte = 3
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -51,6 +56,9 @@ type op struct {
 	value []byte
 	// valueOff is the offset of value within the record.
 	valueOff int
+	// For opLink: where the value is.
+	linkSeg          uint64
+	linkOff, linkLen int64
 }
 
 // recordParts lays out the record for ops as consecutive parts that alias the
@@ -72,6 +80,11 @@ func recordParts(ops []op, limit int) ([][]byte, int, []int, error) {
 		offs[i] = -1
 		if o.typ == opSet {
 			meta = binary.AppendUvarint(meta, uint64(len(o.value)))
+		}
+		if o.typ == opLink {
+			meta = binary.AppendUvarint(meta, o.linkSeg)
+			meta = binary.AppendUvarint(meta, uint64(o.linkOff))
+			meta = binary.AppendUvarint(meta, uint64(o.linkLen))
 		}
 		total += len(meta) - before
 		if o.typ == opSet {
@@ -143,7 +156,7 @@ func decodeRecord(b []byte, limit int) ([]op, int, error) {
 	for p < l {
 		typ := rec[p]
 		p++
-		if typ != opSet && typ != opDelete {
+		if typ != opSet && typ != opDelete && typ != opLink {
 			return nil, 0, fmt.Errorf("%w: unknown operation type %d at byte %d", errChecksum, typ, p-1)
 		}
 		kl, n := binary.Uvarint(rec[p:])
@@ -162,6 +175,18 @@ func decodeRecord(b []byte, limit int) ([]op, int, error) {
 			o.valueOff = p
 			o.value = rec[p : p+int(vl) : p+int(vl)]
 			p += int(vl)
+		}
+		if typ == opLink {
+			var v [3]uint64
+			for j := range v {
+				x, n := binary.Uvarint(rec[p:l])
+				if n <= 0 || (j > 0 && x >= 1<<62) {
+					return nil, 0, fmt.Errorf("%w: bad link at byte %d", errChecksum, p)
+				}
+				v[j] = x
+				p += n
+			}
+			o.linkSeg, o.linkOff, o.linkLen = v[0], int64(v[1]), int64(v[2])
 		}
 		ops = append(ops, o)
 	}

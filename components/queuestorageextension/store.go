@@ -26,11 +26,6 @@ var ErrVolumeFull = errors.New("queue volume full")
 
 var errClosed = errors.New("queue_storage client is closed")
 
-// copyBelow is the value size under which a cached value gets its own
-// allocation instead of aliasing the caller's buffer: small values (queue
-// metadata) are often slices of larger buffers they would pin in memory.
-const copyBelow = 4096
-
 type storeOptions struct {
 	segmentSize int64
 	reserve     int64
@@ -40,6 +35,9 @@ type storeOptions struct {
 	// maxRecord lowers the largest record body (0: maxRecordLen), so
 	// tests show the limit's behaviour without writing gigabytes.
 	maxRecord int
+	// fdatasync and syncDir replace the syscalls when set (fsync.go).
+	fdatasync func(*os.File) error
+	syncDir   func(dir string) error
 }
 
 func (o storeOptions) recordLimit() int {
@@ -79,7 +77,10 @@ type segment struct {
 	f    *os.File
 	size int64 // allocated length of the file
 	end  int64 // where the next record goes
-	live int   // index entries that point into this segment
+	// dataEnd is where records that add keys stop: beyond it the segment
+	// holds only the reserve and the drain, and such a record rolls.
+	dataEnd int64
+	live    int // index entries that point into this segment
 }
 
 type entry struct {
@@ -100,7 +101,13 @@ type store struct {
 	segs      []*segment // oldest first; the last one takes writes
 	index     map[string]entry
 	liveBytes int64
-	closed    bool
+	// deleteBytes and maxUpdate size the drain (drain.go).
+	deleteBytes int64
+	maxUpdate   int
+	ghosts      []ghost // link.go
+	// broken is set when a failed write could not be erased (unwrite).
+	broken error
+	closed bool
 	// readOnly stores (Inspect) open segments read-only and leave torn
 	// tails as they are.
 	readOnly bool
@@ -131,7 +138,7 @@ func openStore(dir string, opts storeOptions) (*store, error) {
 		s.closeFiles()
 		return nil, err
 	}
-	if err := s.roll(0); err != nil {
+	if err := s.roll(0, s.drain(0, 0)); err != nil {
 		// On a full volume, keep writing into the newest segment's free space
 		// (recovery left the end of data at its last good record).
 		if !errors.Is(err, ErrVolumeFull) || len(s.segs) == 0 {
@@ -177,7 +184,7 @@ func (s *store) recover() error {
 			f.Close()
 			return fmt.Errorf("queue_storage: %w", err)
 		}
-		seg := &segment{id: fd.id, path: fd.path, f: f, size: st.Size()}
+		seg := &segment{id: fd.id, path: fd.path, f: f, size: st.Size(), dataEnd: st.Size()}
 		s.segs = append(s.segs, seg)
 		if int64(cap(buf)) < seg.size {
 			buf = make([]byte, seg.size)
@@ -191,10 +198,13 @@ func (s *store) recover() error {
 	return nil
 }
 
-// replay applies the records of one segment to the index. A bad record ends
-// the segment: at the tail of the newest segment it is a write torn by a crash
-// (never acknowledged) and is erased; anywhere else it is corruption, logged
-// with the segment and offset, and the segments around it are still used.
+// replay applies the records of one segment to the index. A bad record is
+// a torn tail only at the end of the newest segment with nothing written
+// after it (a crash tears only the last bytes written): it was never
+// acknowledged and is erased. Anything else is corruption, logged with the
+// segment, the offset and what was lost: one record when its length can be
+// trusted and records follow it (they are kept), else the rest of the
+// segment. The segments around it are still used.
 func (s *store) replay(seg *segment, b []byte, newest bool) {
 	var p int64
 	for p < int64(len(b)) {
@@ -203,20 +213,13 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 			break
 		}
 		if err != nil {
-			if newest {
-				s.tornTails++
-				s.opts.logger.Warn("queue_storage: dropped a torn record at the tail of the newest segment (a crash while writing it; it was never acknowledged)",
-					zap.String("segment", seg.path), zap.Int64("offset", p), zap.Error(err))
-				// Erase its header so the next recovery reads the end of data here.
-				if !s.readOnly {
-					_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
-				}
-			} else {
-				s.corruptSegments++
-				s.opts.logger.Error("queue_storage: segment is corrupted; the records after this offset in it are lost, every other segment is recovered",
-					zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_skipped", int64(len(b))-p), zap.Error(err))
+			next, resync := s.badRecord(seg, b, p, newest, err)
+			if !resync {
+				p = next
+				break
 			}
-			break
+			p = next
+			continue
 		}
 		for _, o := range ops {
 			s.apply(seg, p, o, false)
@@ -226,42 +229,78 @@ func (s *store) replay(seg *segment, b []byte, newest bool) {
 	seg.end = p
 }
 
+// badRecord reports the bad record at p and says where replay goes on, if
+// it can, or else where the segment's data ends.
+func (s *store) badRecord(seg *segment, b []byte, p int64, newest bool, err error) (int64, bool) {
+	next := p + headerLen
+	if l, lerr := recordLen(b[p:], s.opts.recordLimit()); lerr == nil {
+		next = p + int64(l) // the length is plausible: the body is damaged
+	}
+	after := b[min(next, int64(len(b))):]
+	if newest && allZero(after) {
+		s.tornTails++
+		s.opts.logger.Warn("queue_storage: dropped a torn record at the tail of the newest segment (a crash while writing it; it was never acknowledged)",
+			zap.String("segment", seg.path), zap.Int64("offset", p), zap.Error(err))
+		// Erase its header so the next recovery reads the end of data here.
+		if !s.readOnly {
+			_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
+		}
+		return p, false
+	}
+	s.corruptSegments++
+	if _, _, derr := decodeRecord(after, s.opts.recordLimit()); next > p+headerLen && derr == nil {
+		s.opts.logger.Error("queue_storage: segment is corrupted; one record (one batch) is lost, the records after it and every other segment are recovered",
+			zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_lost", next-p), zap.Error(err))
+		return next, true
+	}
+	s.opts.logger.Error("queue_storage: segment is corrupted; the records after this offset in it are lost, every other segment is recovered",
+		zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_skipped", int64(len(b))-p), zap.Error(err))
+	// Nothing more is written into it: what follows the damage stays as it is.
+	return int64(len(b)), false
+}
+
 // apply makes o (found in seg at record offset recOff) the latest state of its
-// key. With cache, o.value may be kept in memory: a large value by reference
-// (the caller's buffer, which storage.Client callers do not modify after Set).
+// key. With cache, a copy of o.value may be kept in memory: the caller may
+// reuse its buffer once Set returns, as it may with file_storage.
 func (s *store) apply(seg *segment, recOff int64, o op, cache bool) {
-	if old, ok := s.index[o.key]; ok {
+	old, existed := s.index[o.key]
+	s.countKey(o, existed)
+	if existed {
 		old.seg.live--
 		s.liveBytes -= int64(old.n + len(o.key))
 		if old.val != nil {
 			s.opts.cache.release(old.n)
 		}
 		delete(s.index, o.key)
+		if o.typ == opDelete && cache {
+			s.addGhost(old)
+		}
+	}
+	if o.typ == opLink {
+		s.applyLink(o)
+		return
 	}
 	if o.typ != opSet {
 		return
 	}
 	e := entry{seg: seg, off: recOff + int64(o.valueOff), n: len(o.value)}
 	if cache && s.opts.cache.take(e.n) {
-		v := o.value[:e.n:e.n]
-		if e.n < copyBelow {
-			v = append([]byte(nil), v...)
-		}
-		e.val = v
+		// append, not make+copy: the runtime skips zeroing what it copies over.
+		e.val = append([]byte(nil), o.value...)
 	}
 	seg.live++
 	s.liveBytes += int64(e.n + len(o.key))
 	s.index[o.key] = e
 }
 
-// roll starts a new segment big enough for a record of need bytes plus the
-// reserve.
-func (s *store) roll(need int64) error {
+// roll starts a new segment big enough for a record of need bytes, the
+// reserve and the drain once that record is written.
+func (s *store) roll(need, drain int64) error {
 	var id uint64 = 1
 	if len(s.segs) > 0 {
 		id = s.segs[len(s.segs)-1].id + 1
 	}
-	size := max(s.opts.segmentSize, need+s.opts.reserve)
+	size := s.segmentFor(need, drain)
 	path := filepath.Join(s.dir, segName(id))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
@@ -283,65 +322,16 @@ func (s *store) roll(need int64) error {
 		}
 	}
 	if s.opts.fsync {
-		if err := syncDir(s.dir); err != nil {
+		if err := s.dirsync(); err != nil {
 			f.Close()
 			return err
 		}
 	}
-	s.segs = append(s.segs, &segment{id: id, path: path, f: f, size: size})
+	if len(s.segs) > 0 {
+		releaseTail(s.segs[len(s.segs)-1])
+	}
+	s.segs = append(s.segs, &segment{id: id, path: path, f: f, size: size, dataEnd: max(s.opts.segmentSize-s.opts.reserve, need)})
 	return nil
-}
-
-// reclaim deletes segments that hold no live key, oldest first (a delete in a
-// newer segment must outlive the value it deletes), and copies the live values
-// of the oldest segment forward while the segments take more than twice the
-// live data plus two segments: disk use stays bounded under churn even when a
-// few old keys stay alive.
-func (s *store) reclaim() {
-	for {
-		for len(s.segs) > 1 && s.segs[0].live == 0 {
-			old := s.segs[0]
-			old.f.Close()
-			if err := os.Remove(old.path); err != nil {
-				s.opts.logger.Warn("queue_storage: removing an empty segment", zap.String("segment", old.path), zap.Error(err))
-			}
-			s.segs = s.segs[1:]
-		}
-		if len(s.segs) <= 2 || s.diskBytes() <= 2*s.liveBytes+2*s.opts.segmentSize {
-			return
-		}
-		if err := s.copyForward(s.segs[0]); err != nil {
-			s.opts.logger.Warn("queue_storage: compacting the oldest segment", zap.String("segment", s.segs[0].path), zap.Error(err))
-			return
-		}
-	}
-}
-
-func (s *store) diskBytes() int64 {
-	var n int64
-	for _, g := range s.segs {
-		n += g.size
-	}
-	return n
-}
-
-func (s *store) copyForward(seg *segment) error {
-	var ops []op
-	for k, e := range s.index {
-		if e.seg != seg {
-			continue
-		}
-		v, err := s.value(e)
-		if err != nil {
-			return err
-		}
-		ops = append(ops, op{typ: opSet, key: k, value: v})
-	}
-	if len(ops) == 0 {
-		return nil
-	}
-	sort.Slice(ops, func(i, j int) bool { return ops[i].key < ops[j].key })
-	return s.write(ops, false)
 }
 
 func (s *store) value(e entry) ([]byte, error) {
@@ -356,7 +346,7 @@ func (s *store) value(e entry) ([]byte, error) {
 }
 
 // write appends one record holding ops and applies it. A record that adds a
-// key may not use the reserve at the end of a segment.
+// key may use neither the reserve nor the drain at the end of the segment.
 func (s *store) write(ops []op, addsKey bool) error {
 	parts, total, offs, err := recordParts(ops, s.opts.recordLimit())
 	if err != nil {
@@ -367,12 +357,18 @@ func (s *store) write(ops []op, addsKey bool) error {
 	}
 	need := int64(total)
 	seg := s.segs[len(s.segs)-1]
+	drain := s.drain(s.addedKeys(ops))
+	if addsKey && seg.end+need <= seg.dataEnd && seg.end+need+s.opts.reserve+drain > seg.size {
+		if err := s.grow(seg, seg.end+need+s.opts.reserve+drain); err != nil {
+			return err
+		}
+	}
 	limit := seg.size
 	if addsKey {
-		limit -= s.opts.reserve
+		limit = min(seg.dataEnd, seg.size-s.opts.reserve-drain)
 	}
 	if seg.end+need > limit {
-		if err := s.roll(need); err != nil {
+		if err := s.roll(need, drain); err != nil {
 			if !errors.Is(err, ErrVolumeFull) || addsKey || seg.end+need > seg.size {
 				return err
 			}
@@ -390,8 +386,8 @@ func (s *store) write(ops []op, addsKey bool) error {
 		return fmt.Errorf("queue_storage: writing %s: %w", seg.path, err)
 	}
 	if s.opts.fsync {
-		if err := unix.Fdatasync(int(seg.f.Fd())); err != nil {
-			return fmt.Errorf("queue_storage: fsync %s: %w", seg.path, err)
+		if err := s.datasync(seg.f); err != nil {
+			return s.unwrite(seg, need, fmt.Errorf("queue_storage: fsync %s: %w", seg.path, err))
 		}
 	}
 	for _, o := range ops {
@@ -399,6 +395,22 @@ func (s *store) write(ops []op, addsKey bool) error {
 	}
 	seg.end += need
 	return nil
+}
+
+// unwrite erases the record of need bytes just written at the end of seg,
+// whose fdatasync failed, so the next start does not apply a batch the caller
+// was told failed. If the erasure cannot be made durable either, what the disk
+// holds is unknown: the store takes no more writes (a restart recovers it).
+func (s *store) unwrite(seg *segment, need int64, cause error) error {
+	_, err := seg.f.WriteAt(make([]byte, need), seg.end)
+	if err == nil {
+		err = s.datasync(seg.f)
+	}
+	if err != nil {
+		s.broken = fmt.Errorf("%w; erasing that record failed too (%w): the store takes no more writes until a restart", cause, err)
+		return s.broken
+	}
+	return cause
 }
 
 // pwriteAll writes parts back to back at off with as few syscalls as the
@@ -454,6 +466,7 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 					return err
 				}
 				o.Value = v
+				s.handOver(o.Key, e)
 			}
 		case storage.Set:
 			if _, ok := s.index[o.Key]; !ok {
@@ -469,11 +482,34 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	if err := s.write(writes, addsKey); err != nil {
+	if s.broken != nil {
+		return s.broken
+	}
+	err := s.write(writes, addsKey)
+	if errors.Is(err, ErrVolumeFull) && addsKey {
+		// Values offered again under new keys (link.go) take a few bytes of
+		// the reserve instead of their size.
+		if links, ok := s.linked(writes); ok {
+			err = s.write(links, false)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	s.reclaim()
 	return nil
+}
+
+// handOver gives the caller the cached copy of key's value instead of copying
+// it again: the store forgets it and reads it from the segment if it is asked
+// again. The queue reads each item once, so this costs nothing there.
+func (s *store) handOver(key string, e entry) {
+	if e.val == nil {
+		return
+	}
+	s.opts.cache.release(e.n)
+	e.val = nil
+	s.index[key] = e
 }
 
 func lastWrite(ops []*storage.Operation, key string) (*storage.Operation, bool) {

@@ -324,3 +324,49 @@ func TestValueOutlivesItsKey(t *testing.T) {
 		expectValue(t, s, fmt.Sprint(10+i), item(5+i, n))
 	}
 }
+
+// Corruption in the middle of the newest segment, with valid records after
+// it, is not a torn tail (a crash tears only the last bytes written): it is
+// reported as corruption, the records after it are kept, and the log says
+// what was lost.
+func TestCorruptionInNewestSegmentIsNotATornTail(t *testing.T) {
+	dir := t.TempDir()
+	o, _ := testOptions(t, 1<<20)
+	s := openTest(t, dir, o)
+	var offs []int64
+	seg := s.segs[len(s.segs)-1]
+	for i := range 10 {
+		offs = append(offs, seg.end)
+		mustBatch(t, s, storage.SetOperation("qmv0", []byte(fmt.Sprint(i))), storage.SetOperation(fmt.Sprint(i), item(i, 1000)))
+	}
+	s.Close(ctx)
+	raw, err := os.ReadFile(seg.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[offs[3]+500] ^= 0xff // inside record 3's value
+	if err := os.WriteFile(seg.path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, logs := testOptions(t, 1<<20)
+	r := openTest(t, dir, o)
+	defer r.Close(ctx)
+	if r.tornTails != 0 || r.corruptSegments != 1 {
+		t.Errorf("%d torn tails, %d corrupt segments; want 0 and 1", r.tornTails, r.corruptSegments)
+	}
+	if n := logs.FilterMessageSnippet("never acknowledged").Len(); n != 0 {
+		t.Errorf("corruption followed by valid records reported as a write that was never acknowledged: %v", logs.All())
+	}
+	errs := logs.FilterMessageSnippet("corrupted").All()
+	if len(errs) != 1 || errs[0].ContextMap()["offset"] != offs[3] || errs[0].ContextMap()["bytes_lost"] != offs[4]-offs[3] {
+		t.Errorf("want one error naming offset %d and the %d bytes of the damaged record, got %v", offs[3], offs[4]-offs[3], logs.All())
+	}
+	for i := range 10 {
+		want := item(i, 1000)
+		if i == 3 {
+			want = nil
+		}
+		expectValue(t, r, fmt.Sprint(i), want)
+	}
+	expectValue(t, r, "qmv0", []byte("9"))
+}

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/testvolume"
 )
 
 // Full queue volume: a small queue volume (an 8 MiB tmpfs) while the backend is
@@ -53,7 +52,7 @@ func TestQueueVolumeFull(t *testing.T) {
 			}
 			// Something else on the volume takes all but 512 KiB: less than the
 			// logs queue's bound.
-			fill(t, filepath.Dir(r.gw.QueueDir), 512<<10)
+			testvolume.Fill(t, filepath.Dir(r.gw.QueueDir), 512<<10)
 		}, "queue volume full")
 		if queued >= bound {
 			t.Errorf("the logs queue held %.0f bytes, its bound (%d) when the volume filled: the bound was reached first", queued, bound)
@@ -104,25 +103,6 @@ func onQueueStorage(dir string) bool {
 		return nil
 	})
 	return found
-}
-
-// fill allocates a ballast file on the volume at vol that leaves free bytes.
-func fill(t *testing.T, vol string, free int64) {
-	t.Helper()
-	var st unix.Statfs_t
-	if err := unix.Statfs(vol, &st); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(vol, "ballast"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if n := int64(st.Bavail)*st.Bsize - free; n > 0 {
-		if err := unix.Fallocate(int(f.Fd()), 0, 0, n); err != nil {
-			t.Fatalf("allocating %d bytes of ballast: %v", n, err)
-		}
-	}
 }
 
 // queueVolumeFull runs the gateway on an 8 MiB volume with env, calls prepare

@@ -1,0 +1,23 @@
+package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// datasync and dirsync are fdatasync of a segment and fsync of the store's
+// directory; storeOptions may replace them (tests inject failures).
+func (s *store) datasync(f *os.File) error {
+	if s.opts.fdatasync != nil {
+		return s.opts.fdatasync(f)
+	}
+	return unix.Fdatasync(int(f.Fd()))
+}
+
+func (s *store) dirsync() error {
+	if s.opts.syncDir != nil {
+		return s.opts.syncDir(s.dir)
+	}
+	return syncDir(s.dir)
+}
