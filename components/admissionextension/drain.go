@@ -35,6 +35,7 @@ func (a *admission) startDrainServer() error {
 		return fmt.Errorf("admission drain::endpoint %q: %w", a.cfg.Drain.Endpoint, err)
 	}
 	a.drainAddr = ln.Addr()
+	a.guard.allowed = a.resolveSources()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /drain", a.handleDrain)
 	mux.HandleFunc("GET /ready", a.handleReady)
@@ -73,6 +74,10 @@ func (a *admission) handleReady(w http.ResponseWriter, _ *http.Request) {
 // failed preStop hook shows up as a FailedPreStopHook event on the pod, with
 // this text.
 func (a *admission) handleDrain(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.drainAllowed(r.RemoteAddr); !ok {
+		http.Error(w, a.refuseDrain(r.Context(), r.RemoteAddr), http.StatusForbidden)
+		return
+	}
 	res := a.drain(r.Context())
 	if res.drained {
 		_, _ = io.WriteString(w, res.String()+"\n")
@@ -119,8 +124,8 @@ func formatQueues(m map[string]int64) string {
 // (the hook's connection, or Shutdown) ends.
 func (a *admission) drain(ctx context.Context) drainResult {
 	start := time.Now()
-	a.startDraining("GET /drain (preStop)")
-	a.ready.Store(false)
+	a.startDraining("GET /drain (preStop)", false)
+	a.armResume()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Drain.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(a.drainCtx, cancel)
