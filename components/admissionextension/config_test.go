@@ -27,9 +27,9 @@ func TestLoadConfig(t *testing.T) {
 				BodyReadTimeout:     0,
 				MaxConnectionAge:    10 * time.Minute,
 				Drain: DrainConfig{
-					Endpoint:     "0.0.0.0:13134",
-					Timeout:      50 * time.Second,
-					MetricsURL:   "http://127.0.0.1:8888/metrics",
+					Endpoint:       "0.0.0.0:13134",
+					Timeout:        50 * time.Second,
+					MetricsURL:     "http://127.0.0.1:8888/metrics",
 					PollInterval:   time.Second,
 					AllowedSources: []string{"10.0.0.7", "fd00::/64", "default_gateway"},
 					ResumeAfter:    4 * time.Minute,
