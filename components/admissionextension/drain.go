@@ -24,7 +24,8 @@ import (
 // /ready turns 503 (the endpoint leaves the Service), and /drain returns once the
 // requests in progress are answered and the exporters' queues are empty, or
 // after drain::timeout. Then the kubelet sends SIGTERM and the collector stops
-// with nothing left to persist.
+// with nothing left to persist. Who may call it, and how a drain nobody meant
+// ends, is drainguard.go.
 
 func (a *admission) startDrainServer() error {
 	if a.cfg.Drain.Endpoint == "" {
@@ -70,9 +71,9 @@ func (a *admission) handleReady(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// handleDrain answers 200 once drained, and 500 with what is left otherwise: a
-// failed preStop hook shows up as a FailedPreStopHook event on the pod, with
-// this text.
+// handleDrain answers 200 once drained, and 500 with what is left otherwise (for
+// a person calling it; the kubelet ignores a hook's status, so drain logs it
+// too), and 403 to a source not in drain::allowed_sources.
 func (a *admission) handleDrain(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.drainAllowed(r.RemoteAddr); !ok {
 		http.Error(w, a.refuseDrain(r.Context(), r.RemoteAddr), http.StatusForbidden)
