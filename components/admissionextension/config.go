@@ -47,14 +47,33 @@ type DrainConfig struct {
 	MetricsURL string `mapstructure:"metrics_url"`
 	// PollInterval is how often /drain reads the queue sizes.
 	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// AllowedSources are the addresses GET /drain is accepted from: IPs, CIDR
+	// prefixes, or default_gateway (this pod's default gateway, which many
+	// CNIs use as the node's source address towards its pods). In a pod: the
+	// node (status.hostIP), where the kubelet runs the preStop hook from.
+	AllowedSources []string `mapstructure:"allowed_sources"`
+	// ResumeAfter ends a drain that no shutdown followed: intake resumes and
+	// /ready turns 200 again. Keep it above the pod's
+	// terminationGracePeriodSeconds, by when a real scale-down has sent SIGTERM.
+	ResumeAfter time.Duration `mapstructure:"resume_after"`
 }
+
+// defaultGatewaySource is the allowed_sources entry for this pod's default
+// gateway, read from the routing table when the endpoint starts.
+const defaultGatewaySource = "default_gateway"
 
 func createDefaultConfig() *Config {
 	return &Config{
 		MaxInFlightRequests: 8,
 		MaxWait:             5 * time.Second,
 		BodyReadTimeout:     10 * time.Second,
-		Drain:               DrainConfig{Timeout: 100 * time.Second, PollInterval: 500 * time.Millisecond},
+		Drain: DrainConfig{
+			Timeout: 100 * time.Second, PollInterval: 500 * time.Millisecond,
+			// Outside a pod only this host's own processes.
+			AllowedSources: []string{"127.0.0.1", "::1"},
+			// 2.5 times the StatefulSet's terminationGracePeriodSeconds (120s).
+			ResumeAfter: 5 * time.Minute,
+		},
 	}
 }
 
@@ -84,6 +103,17 @@ func (c *Config) Validate() error {
 	}
 	if d.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("drain::poll_interval %s: must be positive", d.PollInterval))
+	}
+	if d.Endpoint != "" && len(d.AllowedSources) == 0 {
+		errs = append(errs, errors.New("drain::allowed_sources is empty: no one could start a drain; list the node's address (the kubelet's), or 127.0.0.1"))
+	}
+	for _, s := range d.AllowedSources {
+		if _, err := parseSource(s); err != nil {
+			errs = append(errs, fmt.Errorf("drain::allowed_sources entry %q: want an IP, a CIDR prefix or %s", s, defaultGatewaySource))
+		}
+	}
+	if d.ResumeAfter <= d.Timeout {
+		errs = append(errs, fmt.Errorf("drain::resume_after %s: must be longer than drain::timeout %s, or a drain would resume before it ends", d.ResumeAfter, d.Timeout))
 	}
 	if d.MetricsURL != "" {
 		if u, err := url.Parse(d.MetricsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -24,7 +24,8 @@ import (
 // /ready turns 503 (the endpoint leaves the Service), and /drain returns once the
 // requests in progress are answered and the exporters' queues are empty, or
 // after drain::timeout. Then the kubelet sends SIGTERM and the collector stops
-// with nothing left to persist.
+// with nothing left to persist. Who may call it, and how a drain nobody meant
+// ends, is drainguard.go.
 
 func (a *admission) startDrainServer() error {
 	if a.cfg.Drain.Endpoint == "" {
@@ -35,6 +36,7 @@ func (a *admission) startDrainServer() error {
 		return fmt.Errorf("admission drain::endpoint %q: %w", a.cfg.Drain.Endpoint, err)
 	}
 	a.drainAddr = ln.Addr()
+	a.guard.allowed = a.resolveSources()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /drain", a.handleDrain)
 	mux.HandleFunc("GET /ready", a.handleReady)
@@ -69,10 +71,14 @@ func (a *admission) handleReady(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// handleDrain answers 200 once drained, and 500 with what is left otherwise: a
-// failed preStop hook shows up as a FailedPreStopHook event on the pod, with
-// this text.
+// handleDrain answers 200 once drained, and 500 with what is left otherwise (for
+// a person calling it; the kubelet ignores a hook's status, so drain logs it
+// too), and 403 to a source not in drain::allowed_sources.
 func (a *admission) handleDrain(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.drainAllowed(r.RemoteAddr); !ok {
+		http.Error(w, a.refuseDrain(r.Context(), r.RemoteAddr), http.StatusForbidden)
+		return
+	}
 	res := a.drain(r.Context())
 	if res.drained {
 		_, _ = io.WriteString(w, res.String()+"\n")
@@ -119,8 +125,8 @@ func formatQueues(m map[string]int64) string {
 // (the hook's connection, or Shutdown) ends.
 func (a *admission) drain(ctx context.Context) drainResult {
 	start := time.Now()
-	a.startDraining("GET /drain (preStop)")
-	a.ready.Store(false)
+	a.startDraining("GET /drain (preStop)", false)
+	a.armResume()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Drain.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(a.drainCtx, cancel)

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,7 @@ type admission struct {
 	drainAddr   net.Addr // where the drain endpoint listens (tests use port 0)
 	serverDone  chan struct{}
 	metricsHTTP *http.Client
+	guard       drainGuard // who may drain (drainguard.go), and when a drain ends by itself
 }
 
 var (
@@ -85,6 +87,7 @@ func newAdmission(set extension.Settings, cfg *Config) (*admission, error) {
 		drainCtx:    ctx,
 		stopDrain:   cancel,
 		metricsHTTP: &http.Client{Timeout: 5 * time.Second},
+		guard:       drainGuard{clock: realClock{}, readFile: os.ReadFile},
 	}, nil
 }
 
@@ -95,6 +98,7 @@ func (a *admission) Start(context.Context, component.Host) error {
 
 func (a *admission) Shutdown(ctx context.Context) error {
 	a.stopDrain()
+	a.stopResumeTimer()
 	return a.stopDrainServer(ctx)
 }
 
@@ -109,11 +113,15 @@ func (a *admission) Ready() error {
 // never answered with an error a sender drops.
 func (a *admission) NotReady() error {
 	a.ready.Store(false)
-	a.startDraining("the collector is shutting down")
+	a.startDraining("the collector is shutting down", true)
 	return nil
 }
 
-func (a *admission) startDraining(why string) {
+// startDraining turns intake off; shutdown says no resume may turn it on again.
+func (a *admission) startDraining(why string, shutdown bool) {
+	a.guard.mu.Lock()
+	defer a.guard.mu.Unlock()
+	a.guard.stopping = a.guard.stopping || shutdown
 	if a.draining.CompareAndSwap(false, true) {
 		a.tel.AdmissionDraining.Record(context.Background(), 1, a.attrs)
 		a.logger.Info("Refusing new export requests with a retryable status from now on", zap.String("reason", why))

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	appsv1 "k8s.io/api/apps/v1"
@@ -176,6 +177,7 @@ func checkRelay(t *testing.T, r rendered, s *appsv1.StatefulSet) {
 	if l := c.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.HTTPGet == nil || l.PreStop.HTTPGet.Path != "/drain" || l.PreStop.HTTPGet.Port.String() != "drain" {
 		t.Errorf("relay preStop %+v, want httpGet /drain on the drain port", l)
 	}
+	checkDrainGuard(t, c, spec.TerminationGracePeriodSeconds)
 	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/ready" || p.HTTPGet.Port.String() != "drain" {
 		t.Errorf("relay readiness %+v, want httpGet /ready on the drain port (unready while draining)", p)
 	}
@@ -350,5 +352,46 @@ func TestKubeDeployUpgrade(t *testing.T) {
 	}
 	if r := relay.Spec.Replicas; r == nil || *r != 3 {
 		t.Errorf("relay replicas after re-applying the manifests = %v, want the HPA's 3", r)
+	}
+}
+
+// resumeAfterDefault is drain::resume_after as the relay's config sets it.
+var resumeAfterDefault = regexp.MustCompile(`resume_after: \$\{env:RELAY_DRAIN_RESUME_AFTER:-([^}]+)\}`)
+
+// checkDrainGuard: the relay takes GET /drain only from the node, so the hook
+// must come from the node to the pod IP (no host), with MY_HOST_IP the node's
+// address; and a drain must not resume before the pod's grace period is over,
+// or a slow scale-down would take traffic again just before SIGTERM.
+func checkDrainGuard(t *testing.T, c corev1.Container, grace *int64) {
+	t.Helper()
+	if l := c.Lifecycle; l != nil && l.PreStop != nil && l.PreStop.HTTPGet != nil && l.PreStop.HTTPGet.Host != "" {
+		t.Errorf("relay preStop host %q: want none (the pod IP, called from the node)", l.PreStop.HTTPGet.Host)
+	}
+	hostIP, resume := false, ""
+	for _, e := range c.Env {
+		switch e.Name {
+		case "MY_HOST_IP":
+			hostIP = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.hostIP"
+		case "RELAY_DRAIN_RESUME_AFTER":
+			resume = e.Value
+		}
+	}
+	if !hostIP {
+		t.Error("relay env MY_HOST_IP: want status.hostIP, the source drain::allowed_sources admits")
+	}
+	if resume == "" {
+		b, err := os.ReadFile(filepath.Join(e2e.RepoRoot(), "config", "gateway.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := resumeAfterDefault.FindSubmatch(b)
+		if m == nil {
+			t.Fatal("config/gateway.yaml sets no drain::resume_after default (RELAY_DRAIN_RESUME_AFTER)")
+		}
+		resume = string(m[1])
+	}
+	d, err := time.ParseDuration(resume)
+	if err != nil || grace == nil || d <= time.Duration(*grace)*time.Second {
+		t.Errorf("drain::resume_after %q (%v): want longer than terminationGracePeriodSeconds %v", resume, err, grace)
 	}
 }

@@ -23,12 +23,13 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                    metric.Meter
-	mu                       sync.Mutex
-	registrations            []metric.Registration
-	AdmissionDrainQueueSize  metric.Int64Gauge
-	AdmissionDraining        metric.Int64Gauge
-	AdmissionRefusedRequests metric.Int64Counter
+	meter                         metric.Meter
+	mu                            sync.Mutex
+	registrations                 []metric.Registration
+	AdmissionDrainQueueSize       metric.Int64Gauge
+	AdmissionDrainRefusedRequests metric.Int64Counter
+	AdmissionDraining             metric.Int64Gauge
+	AdmissionRefusedRequests      metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -66,9 +67,15 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit(""),
 	)
 	errs = errors.Join(errs, err)
+	builder.AdmissionDrainRefusedRequests, err = builder.meter.Int64Counter(
+		"otelcol_admission_drain_refused_requests",
+		metric.WithDescription("GET /drain requests refused because their source is not in drain::allowed_sources. [Alpha]"),
+		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.AdmissionDraining, err = builder.meter.Int64Gauge(
 		"otelcol_admission_draining",
-		metric.WithDescription("1 once this relay refuses new export requests (GET /drain, or shutdown), else 0. [Alpha]"),
+		metric.WithDescription("1 while this relay refuses new export requests (GET /drain until it resumes, or shutdown), else 0. [Alpha]"),
 		metric.WithUnit(""),
 	)
 	errs = errors.Join(errs, err)

@@ -35,10 +35,26 @@ func AssertEqualAdmissionDrainQueueSize(t *testing.T, tt *componenttest.Telemetr
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualAdmissionDrainRefusedRequests(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_admission_drain_refused_requests",
+		Description: "GET /drain requests refused because their source is not in drain::allowed_sources. [Alpha]",
+		Unit:        "{request}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_admission_drain_refused_requests")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualAdmissionDraining(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_admission_draining",
-		Description: "1 once this relay refuses new export requests (GET /drain, or shutdown), else 0. [Alpha]",
+		Description: "1 while this relay refuses new export requests (GET /drain until it resumes, or shutdown), else 0. [Alpha]",
 		Unit:        "",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,

@@ -20,9 +20,13 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.AdmissionDrainQueueSize.Record(context.Background(), 1)
+	tb.AdmissionDrainRefusedRequests.Add(context.Background(), 1)
 	tb.AdmissionDraining.Record(context.Background(), 1)
 	tb.AdmissionRefusedRequests.Add(context.Background(), 1)
 	AssertEqualAdmissionDrainQueueSize(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualAdmissionDrainRefusedRequests(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualAdmissionDraining(t, testTel,
