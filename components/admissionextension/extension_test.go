@@ -64,13 +64,20 @@ func wrapOK(t *testing.T, a *admission) http.Handler {
 // post sends a small body to url and returns the answer with its body read.
 func post(t *testing.T, url string) *http.Response {
 	t.Helper()
+	resp, _ := postRead(t, url)
+	return resp
+}
+
+// postRead is post, also returning the answer's body.
+func postRead(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.Post(url, "application/x-protobuf", strings.NewReader("payload"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp
+	return resp, string(body)
 }
 
 func TestHTTPRefusesWhenEverySlotStaysBusy(t *testing.T) {
