@@ -68,6 +68,22 @@ func post(t *testing.T, url string) *http.Response {
 	return resp
 }
 
+// postAsync posts body (nil: none) to url and sends the answer's status, or 0
+// when there is none.
+func postAsync(url string, body io.Reader) <-chan int {
+	code := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url, "application/x-protobuf", body)
+		if err != nil {
+			code <- 0
+			return
+		}
+		resp.Body.Close()
+		code <- resp.StatusCode
+	}()
+	return code
+}
+
 // postRead is post, also returning the answer's body.
 func postRead(t *testing.T, url string) (*http.Response, string) {
 	t.Helper()
@@ -100,16 +116,7 @@ func TestHTTPRefusesWhenEverySlotStaysBusy(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	slow := make(chan int)
-	go func() {
-		resp, err := http.Post(srv.URL+"/slow", "application/x-protobuf", nil)
-		if err != nil {
-			slow <- 0
-			return
-		}
-		resp.Body.Close()
-		slow <- resp.StatusCode
-	}()
+	slow := postAsync(srv.URL+"/slow", nil)
 	<-entered
 
 	resp, err := http.Post(srv.URL+"/v1/logs", "application/x-protobuf", nil)
