@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-// serveHTTP admits an HTTP request in two steps. While its body arrives it
-// holds a body read (max_body_reads, bounded in time by body_read_timeout);
-// once the body is in, it takes a slot (max_in_flight_requests) for decoding
-// and processing, and gives the body read back. A slot is so never held by a
-// sender that stalls mid-body: uploads that stall cost honest senders a slot
-// only while their bodies arrive, which takes as long as the network needs.
+// serveHTTP admits an HTTP request in two steps. It holds a body read
+// (max_body_reads) from the start until it is answered, and its body must
+// arrive within body_read_timeout; once the body is in, it also takes a slot
+// (max_in_flight_requests) for decoding and processing. A slot is so never
+// held by a sender that stalls mid-body, and the bodies held in memory,
+// arriving, waiting for a slot or being decoded, are at most max_body_reads.
 func (a *admission) serveHTTP(w http.ResponseWriter, r *http.Request, next http.Handler, retryAfter string) {
 	if r.Body == nil || r.Body == http.NoBody {
 		// Nothing to receive: the body has arrived.
@@ -58,8 +58,8 @@ const (
 
 var errNoSlot = errors.New("admission: no slot was free for the request within max_wait")
 
-// gatedBody is the body the receiver reads. It holds a body read until the
-// body has arrived, then a slot; the read fails once the deadline has passed.
+// gatedBody is the body the receiver reads. The read that reaches its end
+// takes a slot, or fails when none is free within max_wait.
 //
 // The deadline is set on the connection (body_read_timeout) so that a sender
 // that stalls mid-body, or whose node died mid-upload, frees its body read
@@ -71,7 +71,7 @@ type gatedBody struct {
 	ctx      context.Context
 	rc       *http.ResponseController // nil: no deadline set
 	deadline time.Time
-	reading  bool  // holds a body read
+	arrived  bool  // the end of the body has been read
 	slot     bool  // holds a slot
 	err      error // what every read returns once no slot was free
 	why      atomic.Int32
@@ -79,7 +79,7 @@ type gatedBody struct {
 
 // gateBody wraps r's body, holding the body read serveHTTP took.
 func (a *admission) gateBody(w http.ResponseWriter, r *http.Request) *gatedBody {
-	b := &gatedBody{ReadCloser: r.Body, a: a, ctx: r.Context(), reading: true}
+	b := &gatedBody{ReadCloser: r.Body, a: a, ctx: r.Context()}
 	if a.cfg.BodyReadTimeout > 0 {
 		rc := http.NewResponseController(w)
 		deadline := time.Now().Add(a.cfg.BodyReadTimeout)
@@ -98,7 +98,8 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	switch {
-	case err == io.EOF && b.reading:
+	case err == io.EOF && !b.arrived:
+		b.arrived = true
 		// The whole body is in. net/http now reads the connection in the
 		// background to notice a client going away, and a deadline passing
 		// there would cancel the request's context while the pipeline
@@ -112,8 +113,6 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 			return n, b.err
 		}
 		b.slot = true
-		b.reading = false
-		<-b.a.reads
 	case err != nil && err != io.EOF && b.rc != nil && !time.Now().Before(b.deadline):
 		// Checked by time rather than by error type: the timeout can arrive
 		// wrapped by the decompressor or the body size limit.
@@ -122,11 +121,9 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// finish gives back what the request still holds, once it is answered.
+// finish gives back the body read and the slot, once the request is answered.
 func (b *gatedBody) finish() {
-	if b.reading {
-		<-b.a.reads
-	}
+	<-b.a.reads
 	if b.slot {
 		b.a.release()
 	}

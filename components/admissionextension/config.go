@@ -23,9 +23,9 @@ type Config struct {
 	// body; a stalled upload then gets a retryable 503 and frees its body read.
 	// 0 disables the bound.
 	BodyReadTimeout time.Duration `mapstructure:"body_read_timeout"`
-	// MaxBodyReads is how many HTTP requests may be receiving their bodies, or
-	// hold a received body while they wait for a slot, at the same time. 0 is
-	// twice MaxInFlightRequests.
+	// MaxBodyReads is how many HTTP requests may hold a body at the same time:
+	// receiving it, waiting for a slot with it, or in a slot. 0 is twice
+	// MaxInFlightRequests.
 	MaxBodyReads int `mapstructure:"max_body_reads"`
 	// MaxConnectionAge makes the HTTP receiver answer `Connection: close` on the
 	// first request after a connection is this old, so that clients reconnect

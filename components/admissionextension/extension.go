@@ -38,7 +38,7 @@ type admission struct {
 	cfg    *Config
 	logger *zap.Logger
 	slots  chan struct{}
-	reads  chan struct{} // HTTP bodies being received, or received and waiting for a slot
+	reads  chan struct{} // HTTP requests holding a body: arriving, waiting for a slot, or in one
 	ages   *connAges
 
 	// active counts requests from their arrival to their answer, including

@@ -17,9 +17,9 @@ const (
 	// keptBuffers is how many idle buffers a class keeps: enough for the
 	// gateway's admission limit of 8 requests decoded at once.
 	keptBuffers = 8
-	// keptBytes bounds the idle buffers of all classes together: 8 bodies at
-	// the gateway's max_request_body_size.
-	keptBytes = keptBuffers * 8 << 20
+	// keptBytes bounds the idle buffers of all classes together (8 of 4 MiB):
+	// memory_limiter counts them as memory in use.
+	keptBytes = 32 << 20
 	// unsizedStart is where a body of unknown length (a decompressed one)
 	// starts when no idle buffer is at hand; it grows from there.
 	unsizedStart = 4 << 10
