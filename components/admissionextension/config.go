@@ -12,16 +12,21 @@ import (
 // request may hold a slot while its body uploads, how long an HTTP connection is
 // reused, and how the relay drains before it stops.
 type Config struct {
-	// MaxInFlightRequests is how many requests may be read and decoded at the
-	// same time, across every receiver protocol that references this instance.
+	// MaxInFlightRequests is how many requests may be decoded and processed at
+	// the same time, across every receiver protocol that references this
+	// instance. On HTTP a request takes its slot once its body has arrived.
 	MaxInFlightRequests int `mapstructure:"max_in_flight_requests"`
 	// MaxWait is how long a request waits for a slot before it is refused with a
 	// retryable status (HTTP 503 with Retry-After, gRPC UNAVAILABLE).
 	MaxWait time.Duration `mapstructure:"max_wait"`
 	// BodyReadTimeout bounds how long an HTTP request may take to upload its
-	// body once it holds a slot; a stalled upload then gets a retryable 503 and
-	// frees the slot. 0 disables the bound.
+	// body; a stalled upload then gets a retryable 503 and frees its body read.
+	// 0 disables the bound.
 	BodyReadTimeout time.Duration `mapstructure:"body_read_timeout"`
+	// MaxBodyReads is how many HTTP requests may hold a body at the same time:
+	// receiving it, waiting for a slot with it, or in a slot. 0 is twice
+	// MaxInFlightRequests.
+	MaxBodyReads int `mapstructure:"max_body_reads"`
 	// MaxConnectionAge makes the HTTP receiver answer `Connection: close` on the
 	// first request after a connection is this old, so that clients reconnect
 	// and a per-connection balancer (kube-proxy) spreads them over new
@@ -62,6 +67,14 @@ type DrainConfig struct {
 // gateway, read from the routing table when the endpoint starts.
 const defaultGatewaySource = "default_gateway"
 
+// bodyReads is MaxBodyReads with 0 resolved.
+func (c *Config) bodyReads() int {
+	if c.MaxBodyReads == 0 {
+		return 2 * c.MaxInFlightRequests
+	}
+	return c.MaxBodyReads
+}
+
 func createDefaultConfig() *Config {
 	return &Config{
 		MaxInFlightRequests: 8,
@@ -88,6 +101,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BodyReadTimeout < 0 {
 		errs = append(errs, fmt.Errorf("body_read_timeout %s: must not be negative (0 disables it)", c.BodyReadTimeout))
+	}
+	if c.MaxBodyReads < 0 || (c.MaxBodyReads > 0 && c.MaxBodyReads < c.MaxInFlightRequests) {
+		errs = append(errs, fmt.Errorf("max_body_reads %d: must be 0 (twice max_in_flight_requests) or at least max_in_flight_requests (%d): a request receives its body before it takes a slot", c.MaxBodyReads, c.MaxInFlightRequests))
 	}
 	if c.MaxConnectionAge < 0 {
 		errs = append(errs, fmt.Errorf("max_connection_age %s: must not be negative (0 disables it)", c.MaxConnectionAge))

@@ -25,6 +25,7 @@ func TestLoadConfig(t *testing.T) {
 				MaxInFlightRequests: 16,
 				MaxWait:             2 * time.Second,
 				BodyReadTimeout:     0,
+				MaxBodyReads:        24,
 				MaxConnectionAge:    10 * time.Minute,
 				Drain: DrainConfig{
 					Endpoint:       "0.0.0.0:13134",
@@ -40,6 +41,8 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "no_slots", WantErr: "max_in_flight_requests 0: must be at least 1"},
 		{Name: "negative_max_wait", WantErr: "max_wait -1s: must not be negative"},
 		{Name: "negative_body_read_timeout", WantErr: "body_read_timeout -1s: must not be negative (0 disables it)"},
+		{Name: "fewer_body_reads_than_slots", WantErr: "max_body_reads 4: must be 0 (twice max_in_flight_requests) or at least max_in_flight_requests (8): a request receives its body before it takes a slot"},
+		{Name: "negative_max_body_reads", WantErr: "max_body_reads -1: must be 0"},
 		{Name: "negative_max_connection_age", WantErr: "max_connection_age -1s: must not be negative (0 disables it)"},
 		{Name: "drain_endpoint_without_host", WantErr: `drain::endpoint "13134": want host:port`},
 		{Name: "drain_timeout_zero", WantErr: "drain::timeout 0s: must be positive"},

@@ -1,7 +1,7 @@
 // Package admissionextension is the gate in front of the receivers that reference
-// it: it bounds how many export requests are read and decoded at once, frees a
-// slot whose body stalls, recycles old HTTP connections so new replicas get
-// traffic, and takes the relay out of service before it stops (drain).
+// it: it bounds how many export requests are decoded at once and how many HTTP
+// bodies are received at once, cuts uploads that stall, recycles old HTTP
+// connections so new replicas get traffic, and takes the relay out of service before it stops (drain).
 //
 // memory_limiter refuses data only after a receiver has read and decoded it, and
 // checks memory once a check_interval. A burst of large requests (32 fluent-bit
@@ -18,7 +18,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +39,7 @@ type admission struct {
 	cfg    *Config
 	logger *zap.Logger
 	slots  chan struct{}
+	reads  chan struct{} // HTTP requests holding a body: arriving, waiting for a slot, or in one
 	ages   *connAges
 
 	// active counts requests from their arrival to their answer, including
@@ -81,6 +81,7 @@ func newAdmission(set extension.Settings, cfg *Config) (*admission, error) {
 		cfg:         cfg,
 		logger:      set.Logger,
 		slots:       make(chan struct{}, cfg.MaxInFlightRequests),
+		reads:       make(chan struct{}, cfg.bodyReads()),
 		ages:        newConnAges(cfg.MaxConnectionAge),
 		tel:         tel,
 		attrs:       metric.WithAttributeSet(attribute.NewSet(attribute.String("extension", set.ID.String()))),
@@ -138,16 +139,21 @@ func (a *admission) enter() bool {
 func (a *admission) leave() { a.active.Add(-1) }
 
 // acquire takes a slot, waiting at most max_wait or until ctx ends.
-func (a *admission) acquire(ctx context.Context) bool {
+func (a *admission) acquire(ctx context.Context) bool { return a.take(ctx, a.slots) }
+
+func (a *admission) release() { <-a.slots }
+
+// take takes one of sem's places, waiting at most max_wait or until ctx ends.
+func (a *admission) take(ctx context.Context, sem chan struct{}) bool {
 	select {
-	case a.slots <- struct{}{}:
+	case sem <- struct{}{}:
 		return true
 	default:
 	}
 	timer := time.NewTimer(a.cfg.MaxWait)
 	defer timer.Stop()
 	select {
-	case a.slots <- struct{}{}:
+	case sem <- struct{}{}:
 		return true
 	case <-timer.C:
 	case <-ctx.Done():
@@ -155,8 +161,6 @@ func (a *admission) acquire(ctx context.Context) bool {
 	a.tel.AdmissionRefusedRequests.Add(ctx, 1, a.attrs)
 	return false
 }
-
-func (a *admission) release() { <-a.slots }
 
 func (a *admission) busyMessage() string {
 	return fmt.Sprintf("otelcol-relay: all %d request slots stayed busy for %s (admission max_in_flight_requests); retry later", a.cfg.MaxInFlightRequests, a.cfg.MaxWait)
@@ -167,7 +171,7 @@ const drainingMessage = "otelcol-relay: this relay is draining (scale-down, roll
 // GetHTTPHandler runs after the server's decompression wrapper, which reads
 // lazily: waiting here holds only the connection, not the decoded body.
 func (a *admission) GetHTTPHandler(context.Context) (extensionmiddleware.WrapHTTPHandlerFunc, error) {
-	retryAfter := strconv.Itoa(max(1, int(a.cfg.MaxWait.Seconds())))
+	retryAfter := a.retryAfter()
 	return func(_ context.Context, next http.Handler) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer a.leave()
@@ -182,14 +186,7 @@ func (a *admission) GetHTTPHandler(context.Context) (extensionmiddleware.WrapHTT
 			if a.ages.expired(r.RemoteAddr, time.Now()) {
 				w.Header().Set("Connection", "close")
 			}
-			if !a.acquire(r.Context()) {
-				w.Header().Set("Retry-After", retryAfter)
-				http.Error(w, a.busyMessage(), http.StatusServiceUnavailable)
-				return
-			}
-			defer a.release()
-			w, r = a.boundBody(w, r)
-			next.ServeHTTP(w, r)
+			a.serveHTTP(w, r, next, retryAfter)
 		}), nil
 	}, nil
 }

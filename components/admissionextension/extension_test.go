@@ -64,13 +64,36 @@ func wrapOK(t *testing.T, a *admission) http.Handler {
 // post sends a small body to url and returns the answer with its body read.
 func post(t *testing.T, url string) *http.Response {
 	t.Helper()
+	resp, _ := postRead(t, url)
+	return resp
+}
+
+// postAsync posts body (nil: none) to url and sends the answer's status, or 0
+// when there is none.
+func postAsync(url string, body io.Reader) <-chan int {
+	code := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url, "application/x-protobuf", body)
+		if err != nil {
+			code <- 0
+			return
+		}
+		resp.Body.Close()
+		code <- resp.StatusCode
+	}()
+	return code
+}
+
+// postRead is post, also returning the answer's body.
+func postRead(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.Post(url, "application/x-protobuf", strings.NewReader("payload"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp
+	return resp, string(body)
 }
 
 func TestHTTPRefusesWhenEverySlotStaysBusy(t *testing.T) {
@@ -93,16 +116,7 @@ func TestHTTPRefusesWhenEverySlotStaysBusy(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	slow := make(chan int)
-	go func() {
-		resp, err := http.Post(srv.URL+"/slow", "application/x-protobuf", nil)
-		if err != nil {
-			slow <- 0
-			return
-		}
-		resp.Body.Close()
-		slow <- resp.StatusCode
-	}()
+	slow := postAsync(srv.URL+"/slow", nil)
 	<-entered
 
 	resp, err := http.Post(srv.URL+"/v1/logs", "application/x-protobuf", nil)

@@ -62,10 +62,10 @@ func TestDecodedDataOwnsItsBytes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			body, err := c.marshal()
 			require.NoError(t, err)
-			p := newBodyPool()
+			p := newBodyPool(20 << 20)
 			var remarshal func() ([]byte, error)
 			var input []byte
-			require.NoError(t, p.decode(io.NopCloser(bytes.NewReader(body)), func(b []byte) error {
+			require.NoError(t, p.decode(io.NopCloser(bytes.NewReader(body)), -1, func(b []byte) error {
 				input = b
 				remarshal, err = c.unmarshal(b)
 				return err
@@ -90,14 +90,14 @@ func pick[F any](second bool, a, b F) F {
 // A body cut short or failing to close is the client's error (400 upstream),
 // and the buffer goes back to the pool either way.
 func TestDecodeReportsReadAndCloseErrors(t *testing.T) {
-	p := newBodyPool()
+	p := newBodyPool(20 << 20)
 	called := false
 	unmarshal := func([]byte) error { called = true; return nil }
 
-	err := p.decode(io.NopCloser(iotest.TimeoutReader(bytes.NewReader(bytes.Repeat([]byte{1}, 4096)))), unmarshal)
+	err := p.decode(io.NopCloser(iotest.TimeoutReader(bytes.NewReader(bytes.Repeat([]byte{1}, 4096)))), -1, unmarshal)
 	assert.ErrorIs(t, err, iotest.ErrTimeout)
 	closeErr := errors.New("connection reset")
-	err = p.decode(failingCloser{Reader: bytes.NewReader([]byte{1}), err: closeErr}, unmarshal)
+	err = p.decode(failingCloser{Reader: bytes.NewReader([]byte{1}), err: closeErr}, 1, unmarshal)
 	assert.ErrorIs(t, err, closeErr)
 	assert.False(t, called, "nothing is unmarshalled from a body that was not read whole")
 }
@@ -109,39 +109,70 @@ type failingCloser struct {
 
 func (f failingCloser) Close() error { return f.err }
 
-// The free list survives garbage collections (a sync.Pool does not), keeps at
-// most keptBuffers, none above keptBufferBytes, and a new buffer starts large
-// enough for the largest body seen, so reading it neither grows nor copies.
-func TestBodyPoolKeepsBuffersBounded(t *testing.T) {
-	p := newBodyPool()
-	body := bytes.Repeat([]byte("x"), 1<<20)
-	read := func() *bytes.Buffer {
-		b := p.get()
-		_, err := b.ReadFrom(bytes.NewReader(body))
+// The free lists survive garbage collections (a sync.Pool does not): a buffer
+// handed back is lent again, to a body of its size class, or to one of unknown
+// length when the last body read was of that class; so a steady stream of
+// chunks is read without allocating.
+func TestBodyPoolLendsBuffersAgain(t *testing.T) {
+	p := newBodyPool(20 << 20)
+	body := bytes.Repeat([]byte("x"), 1<<20+1)
+	read := func(size int64) []byte {
+		b, err := p.read(bytes.NewReader(body), size)
 		require.NoError(t, err)
+		require.Equal(t, body, b)
 		return b
 	}
-	first := read()
+	first := read(-1) // grown from 4 KiB, to the 2 MiB class
 	p.put(first)
 	runtime.GC()
 	runtime.GC()
-	again := p.get()
-	assert.Same(t, first, again, "a buffer handed back is lent again, across garbage collections")
-	assert.Zero(t, again.Len())
-
-	fresh := p.get() // the free list is empty: a new buffer, sized for the largest body
-	require.GreaterOrEqual(t, fresh.Cap(), len(body)+bytes.MinRead)
-	before := fresh.Cap()
-	_, err := fresh.ReadFrom(bytes.NewReader(body))
-	require.NoError(t, err)
-	assert.Equal(t, before, fresh.Cap(), "reading the largest body again needs no growth")
-
-	for range keptBuffers + 4 {
-		p.put(new(bytes.Buffer))
+	for _, size := range []int64{-1, int64(len(body))} {
+		again := read(size)
+		assert.Same(t, &first[0], &again[0], "a buffer handed back is lent again, across garbage collections")
+		p.put(again)
 	}
-	assert.Len(t, p.free, keptBuffers)
 
-	q := newBodyPool()
-	q.put(bytes.NewBuffer(make([]byte, 0, keptBufferBytes+1)))
-	assert.Empty(t, q.free, "a buffer above keptBufferBytes is left to the GC")
+	r := bytes.NewReader(body)
+	allocs := testing.AllocsPerRun(20, func() {
+		r.Reset(body)
+		b, _ := p.read(r, -1)
+		p.put(b)
+	})
+	assert.Zero(t, allocs, "reading a body the size of the last one from the pool allocates")
+}
+
+// A Content-Length is trusted up to max_request_body_size: the buffer is the
+// body's size class, and a body that fills it exactly is read without growing.
+// A larger claim (the read will fail at the limit) starts small.
+func TestBodyPoolSizesByContentLength(t *testing.T) {
+	p := newBodyPool(64 << 10)
+	for _, n := range []int{0, 1, 1000, 1 << 10, 5000, 64 << 10} {
+		b, err := p.read(bytes.NewReader(make([]byte, n)), int64(n))
+		require.NoError(t, err)
+		assert.Len(t, b, n)
+		assert.Equalf(t, 1<<(classOf(n)+minClassShift), cap(b), "buffer for a body of %d bytes", n)
+	}
+	b, err := p.read(bytes.NewReader(make([]byte, 10)), 1<<30)
+	require.NoError(t, err)
+	assert.Equal(t, unsizedStart, cap(b), "a Content-Length above max_request_body_size is not allocated")
+}
+
+// The free lists are bounded: keptBuffers a class, nothing above
+// keptBufferBytes, and keptBytes in all.
+func TestBodyPoolKeepsBuffersBounded(t *testing.T) {
+	p := newBodyPool(20 << 20)
+	for range keptBuffers + 4 {
+		p.put(make([]byte, 0, 4<<10))
+	}
+	assert.Len(t, p.classes[classOf(4<<10)], keptBuffers)
+
+	p.put(make([]byte, 0, keptBufferBytes+1))
+	assert.Empty(t, p.classes[numClasses-1], "a buffer above keptBufferBytes is left to the GC")
+
+	q := newBodyPool(20 << 20)
+	for range keptBuffers {
+		q.put(make([]byte, 0, keptBufferBytes))
+	}
+	assert.LessOrEqual(t, q.idle.Load(), int64(keptBytes))
+	assert.Len(t, q.classes[numClasses-1], keptBytes/keptBufferBytes)
 }

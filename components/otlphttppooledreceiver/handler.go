@@ -81,7 +81,7 @@ func signalHandler[Req request, Resp response](bodies *bodyPool, newReq func() R
 		if enc == jsonEncoding {
 			unmarshal = req.UnmarshalJSON
 		}
-		if err := bodies.decode(r.Body, unmarshal); err != nil {
+		if err := bodies.decode(r.Body, r.ContentLength, unmarshal); err != nil {
 			writeError(w, enc, err, http.StatusBadRequest)
 			return
 		}

@@ -49,7 +49,16 @@ func newReceiver(cfg *Config, set receiver.Settings, forget func()) (*pooledRece
 	if err != nil {
 		return nil, err
 	}
-	return &pooledReceiver{cfg: cfg, set: set, obsrep: obsrep, bodies: newBodyPool(), gunzip: newGunzipPool(), forget: forget}, nil
+	return &pooledReceiver{cfg: cfg, set: set, obsrep: obsrep, bodies: newBodyPool(maxRequestBodySize(cfg)), gunzip: newGunzipPool(), forget: forget}, nil
+}
+
+// maxRequestBodySize is the bound confighttp enforces on a body: the setting,
+// or confighttp's default (20 MiB, server.go) when it is 0.
+func maxRequestBodySize(cfg *Config) int64 {
+	if n := cfg.ServerConfig.MaxRequestBodySize; n > 0 {
+		return n
+	}
+	return 20 << 20
 }
 
 func (r *pooledReceiver) Start(ctx context.Context, host component.Host) error {

@@ -287,32 +287,38 @@ func TestSIGTERMWithoutDrainWhileSending(t *testing.T) {
 	t.Logf("SIGTERM without drain: %s", rep)
 }
 
-// TestStalledUploadsFreeAdmissionSlots (issue 10 item 4): uploads that stall
-// mid-body hold every admission slot; body_read_timeout frees them, so a live
-// sender gets through, and each stalled upload is answered with a retryable 503.
+// TestStalledUploadsFreeAdmissionSlots: uploads that stall mid-body, more of
+// them than there are admission slots, hold only body reads (a slot is taken
+// once a body has arrived), so a live sender gets through while they are still
+// open; body_read_timeout then cuts each with a retryable 503.
 func TestStalledUploadsFreeAdmissionSlots(t *testing.T) {
-	r := newRig(t, "", "RELAY_MAX_IN_FLIGHT_REQUESTS=2", "RELAY_BODY_READ_TIMEOUT=3s")
+	r := newRig(t, "", "RELAY_MAX_IN_FLIGHT_REQUESTS=2", "RELAY_BODY_READ_TIMEOUT=20s")
 	r.start(t)
 	addr := strings.TrimPrefix(r.gw.HTTPURL, "https://")
 	var stalled []*e2e.StalledUpload
-	for range 4 { // twice as many as there are slots
+	for range 3 { // more than the 2 slots, fewer than the 4 body reads
 		stalled = append(stalled, e2e.StartStalledUpload(t, addr, r.rcv.Client, 1<<20))
 	}
-	time.Sleep(500 * time.Millisecond) // let them take the slots
+	time.Sleep(500 * time.Millisecond) // let them start their bodies
 
 	s := r.sender(1, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
 	s.Send(ctx, e2e.EncodeChunks(0, 5, 100))
-	if !e2e.WaitFor(45*time.Second, func() bool { return s.AckedRecords() == 500 }) {
-		t.Errorf("a live sender got %d of 500 records acknowledged in 45s while stalled uploads held the slots", s.AckedRecords())
+	if !e2e.WaitFor(15*time.Second, func() bool { return s.AckedRecords() == 500 }) {
+		t.Errorf("a live sender got %d of 500 records acknowledged in 15s while %d uploads stalled mid-body", s.AckedRecords(), len(stalled))
 	} else {
 		t.Logf("live sender: 500 records acknowledged after %s", time.Since(start).Round(100*time.Millisecond))
 	}
+	for i, u := range stalled {
+		if code, _, err := u.Answer(10 * time.Millisecond); err == nil {
+			t.Errorf("stalled upload %d answered %d before body_read_timeout (20s), while the live sender was served", i, code)
+		}
+	}
 	settle(t, cancel, s, time.Minute)
 	for i, u := range stalled {
-		code, retryAfter, err := u.Answer(30 * time.Second)
+		code, retryAfter, err := u.Answer(45 * time.Second)
 		if err != nil || code != http.StatusServiceUnavailable || retryAfter == "" {
 			t.Errorf("stalled upload %d: %d (Retry-After %q), %v; want a retryable 503", i, code, retryAfter, err)
 		}

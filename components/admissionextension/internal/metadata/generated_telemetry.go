@@ -81,7 +81,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.AdmissionRefusedRequests, err = builder.meter.Int64Counter(
 		"otelcol_admission_refused_requests",
-		metric.WithDescription("Export requests refused because every decoding slot stayed busy for max_wait. [Alpha]"),
+		metric.WithDescription("Export requests refused because every decoding slot (max_in_flight_requests), or on HTTP every body read (max_body_reads), stayed busy for max_wait. [Alpha]"),
 		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)

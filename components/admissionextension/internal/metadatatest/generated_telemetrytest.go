@@ -68,7 +68,7 @@ func AssertEqualAdmissionDraining(t *testing.T, tt *componenttest.Telemetry, dps
 func AssertEqualAdmissionRefusedRequests(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_admission_refused_requests",
-		Description: "Export requests refused because every decoding slot stayed busy for max_wait. [Alpha]",
+		Description: "Export requests refused because every decoding slot (max_in_flight_requests), or on HTTP every body read (max_body_reads), stayed busy for max_wait. [Alpha]",
 		Unit:        "{request}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
