@@ -7,6 +7,7 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configcompression"
@@ -51,6 +53,14 @@ func fluentBitLogs(n int) plog.Logs {
 		lr.Attributes().PutStr("logtag", "F")
 	}
 	return ld
+}
+
+// receiverContext is the context a request reaches the exporter with in the
+// gateway: the receiver's client.Info with the peer's address (which
+// k8s_attributes reads), no metadata (include_metadata is off) and no valid
+// span (the collector's own traces are off).
+func receiverContext() context.Context {
+	return client.NewContext(context.Background(), client.Info{Addr: &net.TCPAddr{IP: net.IPv4(10, 42, 0, 17), Port: 52344}})
 }
 
 // BenchmarkConsumeAndSend compares otlp_http_wire with otlp_http on the same
@@ -114,6 +124,7 @@ func BenchmarkConsumeAndSend(b *testing.B) {
 						cfg = c
 					}
 					exp := startLogs(b, f, "bench", cfg, host, nil)
+					ctx := receiverContext()
 					want := received.Load() + int64(b.N)*int64(len(reqBytes))
 					// Process CPU: collect the previous variant's garbage before
 					// and this one's before reading, so each pays for its own GC.
@@ -124,7 +135,7 @@ func BenchmarkConsumeAndSend(b *testing.B) {
 					for range b.N {
 						req := plog.NewLogs()
 						ld.CopyTo(req)
-						if err := exp.ConsumeLogs(context.Background(), req); err != nil {
+						if err := exp.ConsumeLogs(ctx, req); err != nil {
 							b.Fatal(err)
 						}
 					}
