@@ -238,31 +238,45 @@ func BenchmarkGzip(b *testing.B) {
 	}
 }
 
-// BenchmarkQueueEncoding compares the previous item format (v1: a copy behind
-// a tag and the count) with the bare one (the chunk itself, counted again by
-// walking the wire format on read) for a fluent-bit request of 100 records
-// and a metrics request of 1000 data points. ns/record is per log record or
-// data point.
+// BenchmarkQueueEncoding measures the queue item's encoding for a
+// fluent-bit request of 100 records and a metrics request of 1000 data
+// points, with the context a receiver passes: intake (the pdata encode,
+// which makes the item), Marshal of a request as it comes from intake (the
+// item handed over), Marshal of a merged request (a new item, a copy) and
+// Unmarshal; intake/plain is the encode without context or item header.
+// ns/record is per log record or data point.
 func BenchmarkQueueEncoding(b *testing.B) {
-	logs, err := logsFromPdata(fluentBitLogs(100))
-	require.NoError(b, err)
-	metrics, err := metricsFromPdata(makeMetrics(50, 20))
-	require.NoError(b, err)
-	for _, r := range []*wireRequest{logs, metrics} {
-		enc := queueEncoding{sig: r.sig}
-		v1 := marshalV1(r)
-		bare, err := enc.Marshal(context.Background(), r)
+	ctx := receiverContext()
+	logs := fluentBitLogs(100)
+	metrics := makeMetrics(50, 20)
+	intake := map[*signal]func() (*wireRequest, error){
+		logsSignal:    func() (*wireRequest, error) { return logsRequest(ctx, logs) },
+		metricsSignal: func() (*wireRequest, error) { return metricsRequest(ctx, metrics) },
+	}
+	// the plain encode (no context, no item), as intake was before
+	plain := map[*signal]func() (*wireRequest, error){
+		logsSignal:    func() (*wireRequest, error) { return logsFromPdata(logs) },
+		metricsSignal: func() (*wireRequest, error) { return metricsFromPdata(metrics) },
+	}
+	for _, sig := range []*signal{logsSignal, metricsSignal} {
+		r, err := intake[sig]()
 		require.NoError(b, err)
+		enc := queueEncoding{sig: sig}
+		item, err := enc.Marshal(ctx, r)
+		require.NoError(b, err)
+		merged := newWireRequest(sig)
+		merged.appendFrom(r)
 		for _, tc := range []struct {
 			name string
 			op   func() error
 		}{
-			{"marshal/v1", func() error { _ = marshalV1(r); return nil }},
-			{"marshal/bare", func() error { _, err := enc.Marshal(context.Background(), r); return err }},
-			{"unmarshal/v1", func() error { _, _, err := enc.Unmarshal(v1); return err }},
-			{"unmarshal/bare", func() error { _, _, err := enc.Unmarshal(bare); return err }},
+			{"intake", func() error { _, err := intake[sig](); return err }},
+			{"intake/plain", func() error { _, err := plain[sig](); return err }},
+			{"marshal/intake", func() error { _, err := enc.Marshal(ctx, r); return err }},
+			{"marshal/merged", func() error { _, err := enc.Marshal(ctx, merged); return err }},
+			{"unmarshal", func() error { _, _, err := enc.Unmarshal(item); return err }},
 		} {
-			b.Run(r.sig.name+"/"+tc.name, func(b *testing.B) {
+			b.Run(sig.name+"/"+tc.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for range b.N {
 					if err := tc.op(); err != nil {

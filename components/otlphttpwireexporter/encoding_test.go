@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -140,6 +142,7 @@ func TestQueueEncodingRoundTrip(t *testing.T) {
 				}
 				b, err := enc.Marshal(context.Background(), r)
 				require.NoError(t, err)
+				require.Equal(t, []byte{upstreamTag, upstreamVersion, 0, 0, 0}, b[:5], "upstream's format, version 1")
 				_, back, err := enc.Unmarshal(b)
 				require.NoError(t, err)
 				assert.Equal(t, r.items, back.ItemsCount())
@@ -147,22 +150,100 @@ func TestQueueEncodingRoundTrip(t *testing.T) {
 				want := bytes.Join(r.chunks, nil)
 				got := bytes.Join(back.(*wireRequest).chunks, nil)
 				require.Equal(t, want, got, "the same OTLP bytes")
-				switch len(r.chunks) {
-				case 0:
-					assert.Equal(t, []byte{wireFormatV1, 0}, b, "an empty request keeps the v1 form")
-				case 1:
-					assert.Same(t, &r.chunks[0][0], &b[0], "one chunk is stored as it is, uncopied")
-					assert.Len(t, b, r.bytes)
-				default:
-					assert.Equal(t, byte(bareTag), b[0])
-					assert.Len(t, b, r.bytes, "several chunks: concatenated, no header")
+				if r.bytes > 0 {
+					// no copy on read: the request's bytes are the stored bytes
+					l, ok := splitItem(b)
+					require.True(t, ok)
+					assert.Same(t, &b[l.dataFrom], &back.(*wireRequest).chunks[0][0])
 				}
-				if len(b) > 0 && b[0] == bareTag {
-					// no copy on read either: the request's bytes are the stored bytes
-					assert.Same(t, &b[0], &back.(*wireRequest).chunks[0][0])
-				}
+				// read back and stored again (a restart re-queues the items
+				// in flight): the item itself, uncopied
+				again, err := enc.Marshal(context.Background(), back)
+				require.NoError(t, err)
+				assert.Same(t, &b[0], &again[0])
 			}
 		})
+	}
+}
+
+// TestQueueItemIsMadeAtIntake: the intake converter encodes the item, and
+// Marshal hands it over uncopied when the queue offers the request with the
+// context it was converted with (the request's chunk is its tail); with a
+// context that encodes differently (a span started in between, other
+// metadata, another address) it stores that context, as upstream does.
+func TestQueueItemIsMadeAtIntake(t *testing.T) {
+	enc := queueEncoding{sig: logsSignal}
+	for name, ctx := range richContexts(t) {
+		r, err := logsRequest(ctx, makeLogs(0, 20))
+		require.NoError(t, err, name)
+		b, err := enc.Marshal(ctx, r)
+		require.NoError(t, err, name)
+		l, ok := splitItem(b)
+		require.True(t, ok, name)
+		assert.Same(t, &r.chunks[0][0], &b[l.dataFrom], "%s: the request's chunk is the item's data, uncopied", name)
+		// the same context encoded again in a context made afresh
+		rebuilt := client.NewContext(trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(ctx)), client.FromContext(ctx))
+		b2, err := enc.Marshal(rebuilt, r)
+		require.NoError(t, err, name)
+		assert.Same(t, &b[0], &b2[0], "%s: a context that encodes the same", name)
+		for other, octx := range richContexts(t) {
+			if other == name || contextSummary(octx) == contextSummary(ctx) {
+				continue
+			}
+			ob, err := enc.Marshal(octx, r)
+			require.NoError(t, err)
+			back, _, err := enc.Unmarshal(ob)
+			require.NoError(t, err)
+			assert.Equal(t, contextSummary(octx), contextSummary(back), "%s offered with %s's context", name, other)
+		}
+	}
+	// merged: a new item, with the context given
+	r, err := logsRequest(context.Background(), makeLogs(0, 5))
+	require.NoError(t, err)
+	o, err := logsRequest(context.Background(), makeLogs(5, 5))
+	require.NoError(t, err)
+	_, err = r.MergeSplit(context.Background(), 0, exporterhelper.RequestSizerTypeItems, o)
+	require.NoError(t, err)
+	ctx := tenantContext("a")
+	b, err := enc.Marshal(ctx, r)
+	require.NoError(t, err)
+	back, got, err := enc.Unmarshal(b)
+	require.NoError(t, err)
+	assert.Equal(t, contextSummary(ctx), contextSummary(back))
+	assert.Equal(t, seqRange(0, 10), seqsOf(decodeAll(t, got)))
+}
+
+// The previous release wrote bare items: Export<Signal>ServiceRequest bytes,
+// no header, no context (several chunks concatenated).
+func marshalBare(r *wireRequest) []byte { return bytes.Join(r.chunks, nil) }
+
+// The release before wrote v1 items: 0x01, the item count, the bytes.
+func marshalV1(r *wireRequest) []byte {
+	buf := []byte{wireFormatV1}
+	buf = binary.AppendUvarint(buf, uint64(r.items))
+	return append(buf, bytes.Join(r.chunks, nil)...)
+}
+
+// A backlog written by the previous release (bare items) is read back, with
+// the empty context those items kept.
+func TestQueueEncodingReadsBareItems(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, sig := range allSignals() {
+		enc := queueEncoding{sig: sig}
+		for range 20 {
+			r := randomRequest(t, rng, sig)
+			r.appendFrom(randomRequest(t, rng, sig))
+			if r.bytes == 0 {
+				continue // the previous release wrote an empty request as v1
+			}
+			bare := marshalBare(r)
+			require.Equal(t, byte(bareTag), bare[0])
+			ctx, back, err := enc.Unmarshal(bare)
+			require.NoError(t, err, sig.name)
+			assert.Equal(t, contextSummary(context.Background()), contextSummary(ctx))
+			assert.Equal(t, r.items, back.ItemsCount(), sig.name)
+			assert.Equal(t, bare, bytes.Join(back.(*wireRequest).chunks, nil), sig.name)
+		}
 	}
 }
 
@@ -227,6 +308,32 @@ func TestQueueEncodingReadsUpstreamItems(t *testing.T) {
 	_, r, err := queueEncoding{sig: logsSignal}.Unmarshal(up)
 	require.NoError(t, err)
 	assert.Equal(t, seqRange(0, 20), seqsOf(decodeAll(t, r)))
+}
+
+// Items of upstream's format in layouts its encoder does not write but its
+// decoder reads: the context before the data (read in place), and an unknown
+// field (a later version's addition: decoded with pdata, which skips it).
+func TestQueueEncodingReadsOtherLayoutsOfUpstreamItems(t *testing.T) {
+	ctx := tenantContext("a")
+	item, err := pdatareq.MarshalLogs(ctx, makeLogs(0, 4))
+	require.NoError(t, err)
+	l, ok := splitItem(item)
+	require.True(t, ok)
+	require.Greater(t, l.ctxTo, l.ctxFrom)
+	require.LessOrEqual(t, l.dataTo, l.ctxField, "upstream writes the data first")
+	contextFirst := append(append(append([]byte{}, item[:5]...), item[l.ctxField:]...), item[5:l.ctxField]...)
+	unknown := append(append([]byte{}, item...), 15<<3, 1) // field 15, varint 1
+	for name, b := range map[string][]byte{"context first": contextFirst, "unknown field": unknown} {
+		upCtx, upRaw := readAsUpstream(t, logsSignal, b)
+		back, r, err := queueEncoding{sig: logsSignal}.Unmarshal(b)
+		require.NoError(t, err, name)
+		assert.Equal(t, contextSummary(ctx), contextSummary(upCtx), name)
+		assert.Equal(t, contextSummary(ctx), contextSummary(back), name)
+		assert.Equal(t, upRaw, bytes.Join(r.(*wireRequest).chunks, nil), name)
+		assert.Equal(t, seqRange(0, 4), seqsOf(decodeAll(t, r)), name)
+	}
+	_, ok = splitItem(unknown)
+	assert.False(t, ok, "an unknown field is left to pdata")
 }
 
 func TestCountItemsAgreesWithPdata(t *testing.T) {
@@ -365,6 +472,10 @@ func TestQueueEncodingRefusesBadBytes(t *testing.T) {
 		"too many items": {wireFormatV1, 100, 0x0a, 0x00},
 		"no bytes":       {wireFormatV1, 1},
 		"bare truncated": {bareTag, 0x10},
+		"version 2":      {upstreamTag, 2, 0, 0, 0, dataTag, 0},
+		"bad data":       {upstreamTag, 1, 0, 0, 0, dataTag, 2, bareTag, 0x10},
+		"bad context":    {upstreamTag, 1, 0, 0, 0, dataTag, 0, contextTag, 2, 0xff, 0xff},
+		"two data":       {upstreamTag, 1, 0, 0, 0, dataTag, 0, dataTag, 2, bareTag, 0x10},
 	} {
 		_, _, err := enc.Unmarshal(b)
 		require.Error(t, err, name)
@@ -429,6 +540,7 @@ func FuzzQueueEncodingUnmarshal(f *testing.F) {
 	f.Add(ours)
 	f.Add(up)
 	f.Add(marshalV1(r))
+	f.Add(marshalBare(r))
 	f.Add([]byte{wireFormatV1})
 	f.Add([]byte{wireFormatV1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -87,7 +87,7 @@ func newLogs(ctx context.Context, set exporter.Settings, cfg *Config, enc export
 	}
 	e := newWireExporter(cfg, set, logsSignal, u)
 	return xexporterhelper.NewLogsRequest(ctx, set,
-		func(_ context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsFromPdata(ld) },
+		func(ctx context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsRequest(ctx, ld) },
 		e.push, options(cfg, e, u, enc)...)
 }
 
@@ -99,8 +99,8 @@ func createMetrics(ctx context.Context, set exporter.Settings, c component.Confi
 	}
 	e := newWireExporter(cfg, set, metricsSignal, u)
 	return xexporterhelper.NewMetricsRequest(ctx, set,
-		func(_ context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
-			return metricsFromPdata(md)
+		func(ctx context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
+			return metricsRequest(ctx, md)
 		},
 		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
 }
@@ -113,6 +113,6 @@ func createTraces(ctx context.Context, set exporter.Settings, c component.Config
 	}
 	e := newWireExporter(cfg, set, tracesSignal, u)
 	return xexporterhelper.NewTracesRequest(ctx, set,
-		func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) { return tracesFromPdata(td) },
+		func(ctx context.Context, td ptrace.Traces) (xexporterhelper.Request, error) { return tracesRequest(ctx, td) },
 		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
 }
