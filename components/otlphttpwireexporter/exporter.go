@@ -155,14 +155,15 @@ func (e *wireExporter) handleResponse(hreq *http.Request, resp *http.Response) e
 		var msg string
 		switch resp.Header.Get("Content-Type") {
 		case protobufContentType:
-			rejected, msg, err = e.sig.partialSuccess(body, false)
+			if rejected, msg, err = e.sig.partialSuccess(body, false); err != nil {
+				return consumererror.NewPermanent(fmt.Errorf("error parsing protobuf response: %w", err))
+			}
 		case jsonContentType:
-			rejected, msg, err = e.sig.partialSuccess(body, true)
+			if rejected, msg, err = e.sig.partialSuccess(body, true); err != nil {
+				return consumererror.NewPermanent(fmt.Errorf("error parsing json response: %w", err))
+			}
 		default:
 			return nil
-		}
-		if err != nil {
-			return consumererror.NewPermanent(fmt.Errorf("error parsing response: %w", err))
 		}
 		if msg != "" || rejected != 0 {
 			e.logger.Warn("Partial success response", zap.String("message", msg), zap.Int64("dropped_"+e.sig.unitKey(), rejected))
