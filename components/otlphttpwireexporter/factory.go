@@ -113,6 +113,8 @@ func createTraces(ctx context.Context, set exporter.Settings, c component.Config
 	}
 	e := newWireExporter(cfg, set, tracesSignal, u)
 	return xexporterhelper.NewTracesRequest(ctx, set,
-		func(ctx context.Context, td ptrace.Traces) (xexporterhelper.Request, error) { return tracesRequest(ctx, td) },
+		func(ctx context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
+			return tracesRequest(ctx, td)
+		},
 		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
 }

@@ -64,16 +64,16 @@ func seqsOf(ld plog.Logs) []int64 {
 // backend is a real OTLP/HTTP server on TLS: it decodes every request with
 // pdata and answers what respond says.
 type backend struct {
-	srv     *httptest.Server
-	caFile  string
-	mu      sync.Mutex
-	seqs    []int64
-	reqs    int
-	bodies  []int // records per request
+	srv    *httptest.Server
+	caFile string
+	mu     sync.Mutex
+	seqs   []int64
+	reqs   int
+	bodies []int // records per request
 	// accepted holds, for each request answered 200, its headers and records.
 	accepted []acceptedRequest
-	headers []http.Header
-	respond func(req int) (int, http.Header, []byte)
+	headers  []http.Header
+	respond  func(req int) (int, http.Header, []byte)
 }
 
 func newBackend(t *testing.T) *backend {
