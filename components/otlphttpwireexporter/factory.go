@@ -35,7 +35,8 @@ func NewFactory() exporter.Factory {
 	)
 }
 
-// createDefaultConfig is otlp_http's default configuration.
+// createDefaultConfig is otlp_http's default configuration. Follows
+// otlphttpexporter@v0.165.0 factory.go createDefaultConfig.
 func createDefaultConfig() component.Config {
 	clientConfig := confighttp.NewDefaultClientConfig()
 	clientConfig.Timeout = 30 * time.Second
@@ -49,6 +50,9 @@ func createDefaultConfig() component.Config {
 	}
 }
 
+// options follows the exporterhelper options of otlphttpexporter@v0.165.0
+// factory.go createLogs/createMetrics/createTraces, with the request-based
+// queue in place of WithQueue.
 func options(cfg *Config, e *wireExporter, u *url.URL, enc exporterhelper.QueueBatchEncoding[xexporterhelper.Request]) []exporterhelper.Option {
 	return []exporterhelper.Option{
 		exporterhelper.WithStart(e.start),
@@ -63,6 +67,8 @@ func options(cfg *Config, e *wireExporter, u *url.URL, enc exporterhelper.QueueB
 	}
 }
 
+// endpointAttributes follows otlphttpexporter@v0.165.0 factory.go
+// endpointAttributes.
 func endpointAttributes(u *url.URL) []attribute.KeyValue {
 	out := []attribute.KeyValue{attribute.String("server.address", u.Hostname())}
 	if u.Path != "" {

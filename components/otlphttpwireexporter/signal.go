@@ -28,7 +28,8 @@ type signal struct {
 	// (pdata/xpdata/request format, or plain proto) and re-encodes it.
 	fromUpstream func([]byte) (context.Context, *wireRequest, error)
 	// partialSuccess returns the rejected count and message of an
-	// Export<Signal>ServiceResponse.
+	// Export<Signal>ServiceResponse. Follows otlphttpexporter@v0.165.0
+	// otlp.go <signal>PartialSuccessHandler (the decoding).
 	partialSuccess func(body []byte, json bool) (int64, string, error)
 }
 
