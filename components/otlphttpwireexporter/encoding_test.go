@@ -224,44 +224,32 @@ func marshalV1(r *wireRequest) []byte {
 	return append(buf, bytes.Join(r.chunks, nil)...)
 }
 
-// A backlog written by the previous release (bare items) is read back, with
-// the empty context those items kept.
-func TestQueueEncodingReadsBareItems(t *testing.T) {
+// A backlog written by the earlier releases (bare items, v1 items) is read
+// back, with the empty context those items kept.
+func TestQueueEncodingReadsEarlierReleasesItems(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
-	for _, sig := range allSignals() {
-		enc := queueEncoding{sig: sig}
-		for range 20 {
-			r := randomRequest(t, rng, sig)
-			r.appendFrom(randomRequest(t, rng, sig))
-			if r.bytes == 0 {
-				continue // the previous release wrote an empty request as v1
+	for _, format := range []struct {
+		name    string
+		marshal func(*wireRequest) []byte
+		tag     byte
+	}{{"bare", marshalBare, bareTag}, {"v1", marshalV1, wireFormatV1}} {
+		for _, sig := range allSignals() {
+			enc := queueEncoding{sig: sig}
+			for range 20 {
+				r := randomRequest(t, rng, sig)
+				r.appendFrom(randomRequest(t, rng, sig))
+				if r.bytes == 0 && format.tag == bareTag {
+					continue // the previous release wrote an empty request as v1
+				}
+				b := format.marshal(r)
+				require.Equal(t, format.tag, b[0])
+				ctx, back, err := enc.Unmarshal(b)
+				require.NoError(t, err, format.name, sig.name)
+				assert.Equal(t, contextSummary(context.Background()), contextSummary(ctx))
+				assert.Equal(t, r.items, back.ItemsCount(), format.name, sig.name)
+				assert.Equal(t, r.bytes, back.BytesSize(), format.name, sig.name)
+				assert.Equal(t, bytes.Join(r.chunks, nil), bytes.Join(back.(*wireRequest).chunks, nil), format.name, sig.name)
 			}
-			bare := marshalBare(r)
-			require.Equal(t, byte(bareTag), bare[0])
-			ctx, back, err := enc.Unmarshal(bare)
-			require.NoError(t, err, sig.name)
-			assert.Equal(t, contextSummary(context.Background()), contextSummary(ctx))
-			assert.Equal(t, r.items, back.ItemsCount(), sig.name)
-			assert.Equal(t, bare, bytes.Join(back.(*wireRequest).chunks, nil), sig.name)
-		}
-	}
-}
-
-// A backlog written by the previous release (v1 items) is read back.
-func TestQueueEncodingReadsV1Items(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, sig := range allSignals() {
-		enc := queueEncoding{sig: sig}
-		for range 20 {
-			r := randomRequest(t, rng, sig)
-			r.appendFrom(randomRequest(t, rng, sig))
-			v1 := marshalV1(r)
-			require.Equal(t, byte(wireFormatV1), v1[0])
-			_, back, err := enc.Unmarshal(v1)
-			require.NoError(t, err, sig.name)
-			assert.Equal(t, r.items, back.ItemsCount(), sig.name)
-			assert.Equal(t, r.bytes, back.BytesSize(), sig.name)
-			assert.Equal(t, bytes.Join(r.chunks, nil), bytes.Join(back.(*wireRequest).chunks, nil), sig.name)
 		}
 	}
 }

@@ -19,6 +19,19 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
+// partialResponse is a partial success rejecting 2 records, as protobuf and
+// as JSON.
+func partialResponse(t *testing.T) (protoBody, jsonBody []byte) {
+	partial := plogotlp.NewExportResponse()
+	partial.PartialSuccess().SetRejectedLogRecords(2)
+	partial.PartialSuccess().SetErrorMessage("two too old")
+	protoBody, err := partial.MarshalProto()
+	require.NoError(t, err)
+	jsonBody, err = partial.MarshalJSON()
+	require.NoError(t, err)
+	return protoBody, jsonBody
+}
+
 func seqRange(start, n int) []int64 {
 	out := make([]int64, n)
 	for i := range out {
@@ -30,11 +43,7 @@ func seqRange(start, n int) []int64 {
 // TestStatuses: without a queue, ConsumeLogs returns what the send returned,
 // so each status's mapping is visible directly.
 func TestStatuses(t *testing.T) {
-	partial := plogotlp.NewExportResponse()
-	partial.PartialSuccess().SetRejectedLogRecords(2)
-	partial.PartialSuccess().SetErrorMessage("two too old")
-	partialBody, err := partial.MarshalProto()
-	require.NoError(t, err)
+	partialBody, _ := partialResponse(t)
 	proto := http.Header{"Content-Type": {"application/x-protobuf"}}
 
 	for _, tc := range []struct {

@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -156,13 +155,7 @@ func respond(code int, header http.Header, body []byte) func(http.ResponseWriter
 // the same intervals: the backoff's, or Retry-After's when longer), dropped
 // as permanent with the same error, and counted the same.
 func TestResponsesAsOTLPHTTP(t *testing.T) {
-	partial := plogotlp.NewExportResponse()
-	partial.PartialSuccess().SetRejectedLogRecords(2)
-	partial.PartialSuccess().SetErrorMessage("two too old")
-	partialProto, err := partial.MarshalProto()
-	require.NoError(t, err)
-	partialJSON, err := partial.MarshalJSON()
-	require.NoError(t, err)
+	partialProto, partialJSON := partialResponse(t)
 	retryInfo, err := anypb.New(&errdetails.RetryInfo{RetryDelay: durationpb.New(3 * time.Second)})
 	require.NoError(t, err)
 	st, err := proto.Marshal(&status.Status{Code: 3, Message: "record 4 has no body", Details: []*anypb.Any{retryInfo}})
