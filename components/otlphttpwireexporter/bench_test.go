@@ -243,7 +243,8 @@ func BenchmarkGzip(b *testing.B) {
 // points, with the context a receiver passes: intake (the pdata encode,
 // which makes the item), Marshal of a request as it comes from intake (the
 // item handed over), Marshal of a merged request (a new item, a copy) and
-// Unmarshal; intake/plain is the encode without context or item header.
+// Unmarshal; intake/plain and unmarshal/bare are the previous release's
+// paths (no context, no item header).
 // ns/record is per log record or data point.
 func BenchmarkQueueEncoding(b *testing.B) {
 	ctx := receiverContext()
@@ -266,6 +267,7 @@ func BenchmarkQueueEncoding(b *testing.B) {
 		require.NoError(b, err)
 		merged := newWireRequest(sig)
 		merged.appendFrom(r)
+		bare := r.chunks[0] // the previous release's item: read without context
 		for _, tc := range []struct {
 			name string
 			op   func() error
@@ -275,6 +277,7 @@ func BenchmarkQueueEncoding(b *testing.B) {
 			{"marshal/intake", func() error { _, err := enc.Marshal(ctx, r); return err }},
 			{"marshal/merged", func() error { _, err := enc.Marshal(ctx, merged); return err }},
 			{"unmarshal", func() error { _, _, err := enc.Unmarshal(item); return err }},
+			{"unmarshal/bare", func() error { _, _, err := enc.Unmarshal(bare); return err }},
 		} {
 			b.Run(sig.name+"/"+tc.name, func(b *testing.B) {
 				b.ReportAllocs()
