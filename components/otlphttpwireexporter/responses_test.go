@@ -213,11 +213,17 @@ func TestResponsesAsOTLPHTTP(t *testing.T) {
 					"compression": compression,
 					"endpoint":    s.srv.URL,
 					"tls":         map[string]any{"ca_file": s.caFile},
-					"timeout":     "300ms",
+					// Long enough that only the slow answer meets it on a loaded
+					// machine (TLS handshakes under -race take their time);
+					// that one waits for it.
+					"timeout": "30s",
 					"retry_on_failure": map[string]any{
 						"initial_interval": "50ms", "randomization_factor": 0, "multiplier": 2, "max_interval": "5s", "max_elapsed_time": "1m",
 					},
 					"sending_queue": map[string]any{"enabled": false},
+				}
+				if tc.name == "slow answer past timeout" {
+					raw["timeout"] = "1s"
 				}
 				upstream := exportOnce(t, otlphttpexporter.NewFactory(), raw, s, tc.first)
 				wire := exportOnce(t, NewFactory(), raw, s, tc.first)
