@@ -7,6 +7,7 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configcompression"
@@ -51,6 +53,14 @@ func fluentBitLogs(n int) plog.Logs {
 		lr.Attributes().PutStr("logtag", "F")
 	}
 	return ld
+}
+
+// receiverContext is the context a request reaches the exporter with in the
+// gateway: the receiver's client.Info with the peer's address (which
+// k8s_attributes reads), no metadata (include_metadata is off) and no valid
+// span (the collector's own traces are off).
+func receiverContext() context.Context {
+	return client.NewContext(context.Background(), client.Info{Addr: &net.TCPAddr{IP: net.IPv4(10, 42, 0, 17), Port: 52344}})
 }
 
 // BenchmarkConsumeAndSend compares otlp_http_wire with otlp_http on the same
@@ -114,6 +124,7 @@ func BenchmarkConsumeAndSend(b *testing.B) {
 						cfg = c
 					}
 					exp := startLogs(b, f, "bench", cfg, host, nil)
+					ctx := receiverContext()
 					want := received.Load() + int64(b.N)*int64(len(reqBytes))
 					// Process CPU: collect the previous variant's garbage before
 					// and this one's before reading, so each pays for its own GC.
@@ -124,7 +135,7 @@ func BenchmarkConsumeAndSend(b *testing.B) {
 					for range b.N {
 						req := plog.NewLogs()
 						ld.CopyTo(req)
-						if err := exp.ConsumeLogs(context.Background(), req); err != nil {
+						if err := exp.ConsumeLogs(ctx, req); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -227,31 +238,48 @@ func BenchmarkGzip(b *testing.B) {
 	}
 }
 
-// BenchmarkQueueEncoding compares the previous item format (v1: a copy behind
-// a tag and the count) with the bare one (the chunk itself, counted again by
-// walking the wire format on read) for a fluent-bit request of 100 records
-// and a metrics request of 1000 data points. ns/record is per log record or
-// data point.
+// BenchmarkQueueEncoding measures the queue item's encoding for a
+// fluent-bit request of 100 records and a metrics request of 1000 data
+// points, with the context a receiver passes: intake (the pdata encode,
+// which makes the item), Marshal of a request as it comes from intake (the
+// item handed over), Marshal of a merged request (a new item, a copy) and
+// Unmarshal; intake/plain and unmarshal/bare are the previous release's
+// paths (no context, no item header).
+// ns/record is per log record or data point.
 func BenchmarkQueueEncoding(b *testing.B) {
-	logs, err := logsFromPdata(fluentBitLogs(100))
-	require.NoError(b, err)
-	metrics, err := metricsFromPdata(makeMetrics(50, 20))
-	require.NoError(b, err)
-	for _, r := range []*wireRequest{logs, metrics} {
-		enc := queueEncoding{sig: r.sig}
-		v1 := marshalV1(r)
-		bare, err := enc.Marshal(context.Background(), r)
+	ctx := receiverContext()
+	logs := fluentBitLogs(100)
+	metrics := makeMetrics(50, 20)
+	intake := map[*signal]func() (*wireRequest, error){
+		logsSignal:    func() (*wireRequest, error) { return logsRequest(ctx, logs) },
+		metricsSignal: func() (*wireRequest, error) { return metricsRequest(ctx, metrics) },
+	}
+	// the plain encode (no context, no item), as intake was before
+	plain := map[*signal]func() (*wireRequest, error){
+		logsSignal:    func() (*wireRequest, error) { return logsFromPdata(logs) },
+		metricsSignal: func() (*wireRequest, error) { return metricsFromPdata(metrics) },
+	}
+	for _, sig := range []*signal{logsSignal, metricsSignal} {
+		r, err := intake[sig]()
 		require.NoError(b, err)
+		enc := queueEncoding{sig: sig}
+		item, err := enc.Marshal(ctx, r)
+		require.NoError(b, err)
+		merged := newWireRequest(sig)
+		merged.appendFrom(r)
+		bare := r.chunks[0] // the previous release's item: read without context
 		for _, tc := range []struct {
 			name string
 			op   func() error
 		}{
-			{"marshal/v1", func() error { _ = marshalV1(r); return nil }},
-			{"marshal/bare", func() error { _, err := enc.Marshal(context.Background(), r); return err }},
-			{"unmarshal/v1", func() error { _, _, err := enc.Unmarshal(v1); return err }},
+			{"intake", func() error { _, err := intake[sig](); return err }},
+			{"intake/plain", func() error { _, err := plain[sig](); return err }},
+			{"marshal/intake", func() error { _, err := enc.Marshal(ctx, r); return err }},
+			{"marshal/merged", func() error { _, err := enc.Marshal(ctx, merged); return err }},
+			{"unmarshal", func() error { _, _, err := enc.Unmarshal(item); return err }},
 			{"unmarshal/bare", func() error { _, _, err := enc.Unmarshal(bare); return err }},
 		} {
-			b.Run(r.sig.name+"/"+tc.name, func(b *testing.B) {
+			b.Run(sig.name+"/"+tc.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for range b.N {
 					if err := tc.op(); err != nil {

@@ -19,7 +19,8 @@ import (
 )
 
 // Config has otlp_http's fields and names, so that an otlp_http configuration
-// moves over by changing the exporter type.
+// moves over by changing the exporter type. Follows otlphttpexporter@v0.165.0
+// config.go Config (TestOTLPHTTPConfigMovesOver checks the fields).
 type Config struct {
 	ClientConfig confighttp.ClientConfig                                  `mapstructure:",squash"`
 	QueueConfig  configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
@@ -39,7 +40,9 @@ type Config struct {
 
 var _ component.Config = (*Config)(nil)
 
-// Validate checks the exporter configuration.
+// Validate checks the exporter configuration. Follows
+// otlphttpexporter@v0.165.0 config.go Validate, and refuses what this
+// exporter does not do (json, profiles).
 func (cfg *Config) Validate() error {
 	var errs []error
 	if cfg.ClientConfig.Endpoint == "" && cfg.TracesEndpoint == "" && cfg.MetricsEndpoint == "" && cfg.LogsEndpoint == "" {
@@ -71,7 +74,8 @@ func (cfg *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// signalURL is otlp_http's composeSignalURL.
+// signalURL follows otlphttpexporter@v0.165.0 factory.go composeSignalURL
+// (signal version v1).
 func (cfg *Config) signalURL(override, signal string) (*url.URL, error) {
 	switch {
 	case override != "":

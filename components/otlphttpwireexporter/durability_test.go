@@ -95,27 +95,35 @@ func TestDeliversBacklogOfOTLPHTTP(t *testing.T) {
 	drain(t, b, dir)
 }
 
-// v1Encoding writes items as the previous release (session 4's) did.
-type v1Encoding struct{ queueEncoding }
-
-func (v1Encoding) Marshal(_ context.Context, req xexporterhelper.Request) ([]byte, error) {
-	return marshalV1(req.(*wireRequest)), nil
+// legacyEncoding writes items as an earlier release did.
+type legacyEncoding struct {
+	queueEncoding
+	marshal func(*wireRequest) []byte
 }
 
-// v1Factory is otlp_http_wire as released before the bare item format.
-func v1Factory() exporter.Factory {
+func (e legacyEncoding) Marshal(_ context.Context, req xexporterhelper.Request) ([]byte, error) {
+	return e.marshal(req.(*wireRequest)), nil
+}
+
+// legacyFactory is otlp_http_wire as released with marshal's item format.
+func legacyFactory(marshal func(*wireRequest) []byte) exporter.Factory {
 	return exporter.NewFactory(metadata.Type, createDefaultConfig, exporter.WithLogs(
 		func(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
-			return newLogs(ctx, set, c.(*Config), v1Encoding{queueEncoding{sig: logsSignal}})
+			return newLogs(ctx, set, c.(*Config), legacyEncoding{queueEncoding{sig: logsSignal}, marshal})
 		}, metadata.LogsStability))
 }
 
-// An upgrade from the previous release: its backlog (v1 items) is delivered.
+// An upgrade from the earlier releases: their backlog (bare items, v1 items)
+// is delivered.
 func TestDeliversBacklogOfPreviousRelease(t *testing.T) {
-	b := newBackend(t)
-	dir := t.TempDir()
-	cfg := wireConfig(b)
-	cfg.QueueConfig = persistentQueue()
-	fillBacklog(t, b, dir, v1Factory(), cfg)
-	drain(t, b, dir)
+	for name, marshal := range map[string]func(*wireRequest) []byte{"bare": marshalBare, "v1": marshalV1} {
+		t.Run(name, func(t *testing.T) {
+			b := newBackend(t)
+			dir := t.TempDir()
+			cfg := wireConfig(b)
+			cfg.QueueConfig = persistentQueue()
+			fillBacklog(t, b, dir, legacyFactory(marshal), cfg)
+			drain(t, b, dir)
+		})
+	}
 }

@@ -140,6 +140,7 @@ func TestQueueEncodingRoundTrip(t *testing.T) {
 				}
 				b, err := enc.Marshal(context.Background(), r)
 				require.NoError(t, err)
+				require.Equal(t, []byte{upstreamTag, upstreamVersion, 0, 0, 0}, b[:5], "upstream's format, version 1")
 				_, back, err := enc.Unmarshal(b)
 				require.NoError(t, err)
 				assert.Equal(t, r.items, back.ItemsCount())
@@ -147,86 +148,20 @@ func TestQueueEncodingRoundTrip(t *testing.T) {
 				want := bytes.Join(r.chunks, nil)
 				got := bytes.Join(back.(*wireRequest).chunks, nil)
 				require.Equal(t, want, got, "the same OTLP bytes")
-				switch len(r.chunks) {
-				case 0:
-					assert.Equal(t, []byte{wireFormatV1, 0}, b, "an empty request keeps the v1 form")
-				case 1:
-					assert.Same(t, &r.chunks[0][0], &b[0], "one chunk is stored as it is, uncopied")
-					assert.Len(t, b, r.bytes)
-				default:
-					assert.Equal(t, byte(bareTag), b[0])
-					assert.Len(t, b, r.bytes, "several chunks: concatenated, no header")
+				if r.bytes > 0 {
+					// no copy on read: the request's bytes are the stored bytes
+					l, ok := splitItem(b)
+					require.True(t, ok)
+					assert.Same(t, &b[l.dataFrom], &back.(*wireRequest).chunks[0][0])
 				}
-				if len(b) > 0 && b[0] == bareTag {
-					// no copy on read either: the request's bytes are the stored bytes
-					assert.Same(t, &b[0], &back.(*wireRequest).chunks[0][0])
-				}
+				// read back and stored again (a restart re-queues the items
+				// in flight): the item itself, uncopied
+				again, err := enc.Marshal(context.Background(), back)
+				require.NoError(t, err)
+				assert.Same(t, &b[0], &again[0])
 			}
 		})
 	}
-}
-
-// A backlog written by the previous release (v1 items) is read back.
-func TestQueueEncodingReadsV1Items(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, sig := range allSignals() {
-		enc := queueEncoding{sig: sig}
-		for range 20 {
-			r := randomRequest(t, rng, sig)
-			r.appendFrom(randomRequest(t, rng, sig))
-			v1 := marshalV1(r)
-			require.Equal(t, byte(wireFormatV1), v1[0])
-			_, back, err := enc.Unmarshal(v1)
-			require.NoError(t, err, sig.name)
-			assert.Equal(t, r.items, back.ItemsCount(), sig.name)
-			assert.Equal(t, r.bytes, back.BytesSize(), sig.name)
-			assert.Equal(t, bytes.Join(r.chunks, nil), bytes.Join(back.(*wireRequest).chunks, nil), sig.name)
-		}
-	}
-}
-
-// Items queued by upstream's otlp_http (its own encoding, pdatareq, and the
-// plain proto it falls back to, read as a bare item) are read back.
-func TestQueueEncodingReadsUpstreamItems(t *testing.T) {
-	up, err := pdatareq.MarshalLogs(context.Background(), makeLogs(0, 20))
-	require.NoError(t, err)
-	plain, err := (&plog.ProtoMarshaler{}).MarshalLogs(makeLogs(0, 20))
-	require.NoError(t, err)
-	upMetrics, err := pdatareq.MarshalMetrics(context.Background(), makeMetrics(4, 5))
-	require.NoError(t, err)
-	plainMetrics, err := (&pmetric.ProtoMarshaler{}).MarshalMetrics(makeMetrics(4, 5))
-	require.NoError(t, err)
-	td := ptrace.NewTraces()
-	for range 7 {
-		td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty().SetName("s")
-	}
-	upTraces, err := pdatareq.MarshalTraces(context.Background(), td)
-	require.NoError(t, err)
-	plainTraces, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
-	require.NoError(t, err)
-	for _, tc := range []struct {
-		name  string
-		sig   *signal
-		b     []byte
-		items int
-	}{
-		{"logs pdatareq", logsSignal, up, 20},
-		{"logs plain proto", logsSignal, plain, 20},
-		{"metrics pdatareq", metricsSignal, upMetrics, 20},
-		{"metrics plain proto", metricsSignal, plainMetrics, 20},
-		{"traces pdatareq", tracesSignal, upTraces, 7},
-		{"traces plain proto", tracesSignal, plainTraces, 7},
-	} {
-		_, r, err := queueEncoding{sig: tc.sig}.Unmarshal(tc.b)
-		require.NoError(t, err, tc.name)
-		assert.Equal(t, tc.items, r.ItemsCount(), tc.name)
-		n, err := pdataCount(tc.sig, bytes.Join(r.(*wireRequest).chunks, nil))
-		require.NoError(t, err, tc.name)
-		assert.Equal(t, tc.items, n, tc.name)
-	}
-	_, r, err := queueEncoding{sig: logsSignal}.Unmarshal(up)
-	require.NoError(t, err)
-	assert.Equal(t, seqRange(0, 20), seqsOf(decodeAll(t, r)))
 }
 
 func TestCountItemsAgreesWithPdata(t *testing.T) {
@@ -365,6 +300,10 @@ func TestQueueEncodingRefusesBadBytes(t *testing.T) {
 		"too many items": {wireFormatV1, 100, 0x0a, 0x00},
 		"no bytes":       {wireFormatV1, 1},
 		"bare truncated": {bareTag, 0x10},
+		"version 2":      {upstreamTag, 2, 0, 0, 0, dataTag, 0},
+		"bad data":       {upstreamTag, 1, 0, 0, 0, dataTag, 2, bareTag, 0x10},
+		"bad context":    {upstreamTag, 1, 0, 0, 0, dataTag, 0, contextTag, 2, 0xff, 0xff},
+		"two data":       {upstreamTag, 1, 0, 0, 0, dataTag, 0, dataTag, 2, bareTag, 0x10},
 	} {
 		_, _, err := enc.Unmarshal(b)
 		require.Error(t, err, name)
@@ -429,6 +368,7 @@ func FuzzQueueEncodingUnmarshal(f *testing.F) {
 	f.Add(ours)
 	f.Add(up)
 	f.Add(marshalV1(r))
+	f.Add(marshalBare(r))
 	f.Add([]byte{wireFormatV1})
 	f.Add([]byte{wireFormatV1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -28,6 +28,7 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/components/internal/otlpstatus"
 )
 
+// Follows otlphttpexporter@v0.165.0 otlp.go: its constants.
 const (
 	headerRetryAfter         = "Retry-After"
 	maxHTTPResponseReadBytes = 64 * 1024
@@ -49,6 +50,8 @@ type wireExporter struct {
 	gzip *gzipCompressor
 }
 
+// newWireExporter follows otlphttpexporter@v0.165.0 otlp.go newExporter
+// (the User-Agent).
 func newWireExporter(cfg *Config, set exporter.Settings, sig *signal, u *url.URL) *wireExporter {
 	return &wireExporter{
 		cfg:       cfg,
@@ -61,7 +64,7 @@ func newWireExporter(cfg *Config, set exporter.Settings, sig *signal, u *url.URL
 }
 
 // start builds the client with the host's extensions (auth, middlewares such
-// as certwatch), as otlp_http does.
+// as certwatch). Follows otlphttpexporter@v0.165.0 otlp.go start.
 func (e *wireExporter) start(ctx context.Context, host component.Host) error {
 	if e.cfg.ClientConfig.Compression == configcompression.TypeGzip {
 		gz, err := newGzipCompressor(e.cfg.ClientConfig.CompressionParams.Level, e.concurrency())
@@ -80,6 +83,11 @@ func (e *wireExporter) start(ctx context.Context, host component.Host) error {
 
 // push POSTs the request's chunks, concatenated on the wire, not in memory
 // (or gzip-compressed, see gzipCompressor).
+//
+// Follows otlphttpexporter@v0.165.0 otlp.go export, up to the status
+// handling (handleResponse), with one deliberate difference: a transport
+// error names the URL redacted (upstream writes req.URL.String(), userinfo
+// included, into an error that is logged).
 func (e *wireExporter) push(ctx context.Context, req xexporterhelper.Request) error {
 	r, ok := req.(*wireRequest)
 	if !ok {
@@ -106,6 +114,10 @@ func (e *wireExporter) push(ctx context.Context, req xexporterhelper.Request) er
 	return e.handleResponse(hreq, resp)
 }
 
+// newRequest follows otlphttpexporter@v0.165.0 otlp.go export's
+// http.NewRequestWithContext (an error is permanent); the body is the
+// request's chunks, and with gzip their compression (confighttp's
+// compressRoundTripper in upstream).
 func (e *wireExporter) newRequest(ctx context.Context, r *wireRequest) (*http.Request, error) {
 	if e.gzip != nil && r.bytes > 0 {
 		z, err := e.gzip.compress(r.chunks, r.bytes)
@@ -142,6 +154,12 @@ func (e *wireExporter) newRequest(ctx context.Context, r *wireRequest) (*http.Re
 // handleResponse is otlp_http's status handling: 2xx with an optional partial
 // success, 429/502/503/504 retryable (Retry-After honoured for 429/503),
 // everything else permanent.
+//
+// Follows otlphttpexporter@v0.165.0 otlp.go export (from "if
+// resp.StatusCode >= 200"), isRetryableStatusCode,
+// handlePartialSuccessResponse and the <signal>PartialSuccessHandler
+// functions (their error and log wording). TestResponsesAsOTLPHTTP runs both
+// exporters against the same answers: run it after an upgrade.
 func (e *wireExporter) handleResponse(hreq *http.Request, resp *http.Response) error {
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		body, err := readResponseBody(resp)
@@ -155,14 +173,15 @@ func (e *wireExporter) handleResponse(hreq *http.Request, resp *http.Response) e
 		var msg string
 		switch resp.Header.Get("Content-Type") {
 		case protobufContentType:
-			rejected, msg, err = e.sig.partialSuccess(body, false)
+			if rejected, msg, err = e.sig.partialSuccess(body, false); err != nil {
+				return consumererror.NewPermanent(fmt.Errorf("error parsing protobuf response: %w", err))
+			}
 		case jsonContentType:
-			rejected, msg, err = e.sig.partialSuccess(body, true)
+			if rejected, msg, err = e.sig.partialSuccess(body, true); err != nil {
+				return consumererror.NewPermanent(fmt.Errorf("error parsing json response: %w", err))
+			}
 		default:
 			return nil
-		}
-		if err != nil {
-			return consumererror.NewPermanent(fmt.Errorf("error parsing response: %w", err))
 		}
 		if msg != "" || rejected != 0 {
 			e.logger.Warn("Partial success response", zap.String("message", msg), zap.Int64("dropped_"+e.sig.unitKey(), rejected))
@@ -201,6 +220,8 @@ func (e *wireExporter) handleResponse(hreq *http.Request, resp *http.Response) e
 	}
 }
 
+// unitKey follows the dropped_* log fields of otlphttpexporter@v0.165.0
+// otlp.go's <signal>PartialSuccessHandler functions.
 func (s *signal) unitKey() string {
 	switch s {
 	case logsSignal:
@@ -212,6 +233,7 @@ func (s *signal) unitKey() string {
 	}
 }
 
+// readResponseBody follows otlphttpexporter@v0.165.0 otlp.go readResponseBody.
 func readResponseBody(resp *http.Response) ([]byte, error) {
 	if resp.ContentLength == 0 {
 		return nil, nil
@@ -232,7 +254,8 @@ func readResponseBody(resp *http.Response) ([]byte, error) {
 }
 
 // readResponseStatus decodes the google.rpc.Status an OTLP server returns
-// with a 4xx/5xx; nil if there is none.
+// with a 4xx/5xx; nil if there is none. Follows otlphttpexporter@v0.165.0
+// otlp.go readResponseStatus.
 func readResponseStatus(resp *http.Response) *status.Status {
 	if resp.StatusCode < 400 || resp.StatusCode > 599 {
 		return nil

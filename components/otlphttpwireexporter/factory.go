@@ -35,7 +35,8 @@ func NewFactory() exporter.Factory {
 	)
 }
 
-// createDefaultConfig is otlp_http's default configuration.
+// createDefaultConfig is otlp_http's default configuration. Follows
+// otlphttpexporter@v0.165.0 factory.go createDefaultConfig.
 func createDefaultConfig() component.Config {
 	clientConfig := confighttp.NewDefaultClientConfig()
 	clientConfig.Timeout = 30 * time.Second
@@ -49,6 +50,9 @@ func createDefaultConfig() component.Config {
 	}
 }
 
+// options follows the exporterhelper options of otlphttpexporter@v0.165.0
+// factory.go createLogs/createMetrics/createTraces, with the request-based
+// queue in place of WithQueue.
 func options(cfg *Config, e *wireExporter, u *url.URL, enc exporterhelper.QueueBatchEncoding[xexporterhelper.Request]) []exporterhelper.Option {
 	return []exporterhelper.Option{
 		exporterhelper.WithStart(e.start),
@@ -63,6 +67,8 @@ func options(cfg *Config, e *wireExporter, u *url.URL, enc exporterhelper.QueueB
 	}
 }
 
+// endpointAttributes follows otlphttpexporter@v0.165.0 factory.go
+// endpointAttributes.
 func endpointAttributes(u *url.URL) []attribute.KeyValue {
 	out := []attribute.KeyValue{attribute.String("server.address", u.Hostname())}
 	if u.Path != "" {
@@ -87,7 +93,7 @@ func newLogs(ctx context.Context, set exporter.Settings, cfg *Config, enc export
 	}
 	e := newWireExporter(cfg, set, logsSignal, u)
 	return xexporterhelper.NewLogsRequest(ctx, set,
-		func(_ context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsFromPdata(ld) },
+		func(ctx context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsRequest(ctx, ld) },
 		e.push, options(cfg, e, u, enc)...)
 }
 
@@ -99,8 +105,8 @@ func createMetrics(ctx context.Context, set exporter.Settings, c component.Confi
 	}
 	e := newWireExporter(cfg, set, metricsSignal, u)
 	return xexporterhelper.NewMetricsRequest(ctx, set,
-		func(_ context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
-			return metricsFromPdata(md)
+		func(ctx context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
+			return metricsRequest(ctx, md)
 		},
 		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
 }
@@ -113,6 +119,8 @@ func createTraces(ctx context.Context, set exporter.Settings, c component.Config
 	}
 	e := newWireExporter(cfg, set, tracesSignal, u)
 	return xexporterhelper.NewTracesRequest(ctx, set,
-		func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) { return tracesFromPdata(td) },
+		func(ctx context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
+			return tracesRequest(ctx, td)
+		},
 		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
 }

@@ -64,14 +64,16 @@ func seqsOf(ld plog.Logs) []int64 {
 // backend is a real OTLP/HTTP server on TLS: it decodes every request with
 // pdata and answers what respond says.
 type backend struct {
-	srv     *httptest.Server
-	caFile  string
-	mu      sync.Mutex
-	seqs    []int64
-	reqs    int
-	bodies  []int // records per request
-	headers []http.Header
-	respond func(req int) (int, http.Header, []byte)
+	srv    *httptest.Server
+	caFile string
+	mu     sync.Mutex
+	seqs   []int64
+	reqs   int
+	bodies []int // records per request
+	// accepted holds, for each request answered 200, its headers and records.
+	accepted []acceptedRequest
+	headers  []http.Header
+	respond  func(req int) (int, http.Header, []byte)
 }
 
 func newBackend(t *testing.T) *backend {
@@ -127,8 +129,10 @@ func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
 		status, hdr, resp = b.respond(n)
 	}
 	if status == http.StatusOK {
-		b.seqs = append(b.seqs, seqsOf(req.Logs())...)
+		seqs := seqsOf(req.Logs())
+		b.seqs = append(b.seqs, seqs...)
 		b.bodies = append(b.bodies, req.Logs().LogRecordCount())
+		b.accepted = append(b.accepted, acceptedRequest{header: r.Header.Clone(), seqs: seqs})
 	}
 	b.mu.Unlock()
 	for k, v := range hdr {
@@ -136,6 +140,17 @@ func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(resp)
+}
+
+type acceptedRequest struct {
+	header http.Header
+	seqs   []int64
+}
+
+func (b *backend) acceptedRequests() []acceptedRequest {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]acceptedRequest(nil), b.accepted...)
 }
 
 func (b *backend) setRespond(f func(int) (int, http.Header, []byte)) {

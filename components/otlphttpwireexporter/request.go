@@ -19,11 +19,46 @@ type wireRequest struct {
 	counts []int // items per chunk
 	items  int
 	bytes  int
+
+	// item is the queue item (encoding.go) whose data, at itemLayout, is
+	// the request's one chunk: made at intake or read from the queue, with
+	// the request context itemCtx in it. Nil once the request holds more.
+	item       []byte
+	itemLayout itemLayout
+	itemCtx    requestContext
 }
 
 var _ xexporterhelper.Request = (*wireRequest)(nil)
 
 func newWireRequest(sig *signal) *wireRequest { return &wireRequest{sig: sig} }
+
+// requestFromItem is the request of queue item b (layout l), with ctx
+// encoded in it.
+func requestFromItem(ctx context.Context, sig *signal, b []byte, l itemLayout, items int) *wireRequest {
+	r := newWireRequest(sig)
+	r.add(b[l.dataFrom:l.dataTo], items)
+	r.item, r.itemLayout, r.itemCtx = b, l, requestContextOf(ctx)
+	return r
+}
+
+// encodedItem is the request's queue item if it still holds just that item's
+// data and ctx encodes the item's request context; nil otherwise.
+func (r *wireRequest) encodedItem(ctx context.Context) []byte {
+	if r.item == nil {
+		return nil
+	}
+	data := r.item[r.itemLayout.dataFrom:r.itemLayout.dataTo]
+	switch {
+	case len(r.chunks) == 0 && len(data) == 0:
+	case len(r.chunks) == 1 && len(data) > 0 && len(r.chunks[0]) == len(data) && &r.chunks[0][0] == &data[0]:
+	default:
+		return nil
+	}
+	if !r.itemCtx.encodesAs(ctx) {
+		return nil
+	}
+	return r.item
+}
 
 func (r *wireRequest) add(chunk []byte, items int) {
 	if len(chunk) == 0 {
@@ -90,6 +125,7 @@ func (r *wireRequest) MergeSplit(_ context.Context, maxSize int, szt exporterhel
 }
 
 func (r *wireRequest) appendFrom(o *wireRequest) {
+	r.item, r.itemCtx = nil, requestContext{} // r holds more than its item now
 	r.chunks = append(r.chunks, o.chunks...)
 	r.counts = append(r.counts, o.counts...)
 	r.items += o.items

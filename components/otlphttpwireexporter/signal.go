@@ -3,6 +3,7 @@ package otlphttpwireexporter // import "github.com/otelcol-relay/otelcol-relay/c
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
@@ -27,7 +28,8 @@ type signal struct {
 	// (pdata/xpdata/request format, or plain proto) and re-encodes it.
 	fromUpstream func([]byte) (context.Context, *wireRequest, error)
 	// partialSuccess returns the rejected count and message of an
-	// Export<Signal>ServiceResponse.
+	// Export<Signal>ServiceResponse. Follows otlphttpexporter@v0.165.0
+	// otlp.go <signal>PartialSuccessHandler (the decoding).
 	partialSuccess func(body []byte, json bool) (int64, string, error)
 }
 
@@ -140,7 +142,43 @@ func unmarshalResponse(r responseUnmarshaler, body []byte, json bool) error {
 	return r.UnmarshalProto(body)
 }
 
-// The converters: the one encoding of a request's life.
+// The intake converters: the one encoding of a request's life, into its
+// queue item (encoding.go), with upstream's encoder, so that the item is
+// upstream's and the request's chunk its data field.
+
+func logsRequest(ctx context.Context, ld plog.Logs) (*wireRequest, error) {
+	b, err := pdatareq.MarshalLogs(ctx, ld)
+	if err != nil {
+		return nil, err
+	}
+	return intakeRequest(ctx, logsSignal, b, ld.LogRecordCount())
+}
+
+func metricsRequest(ctx context.Context, md pmetric.Metrics) (*wireRequest, error) {
+	b, err := pdatareq.MarshalMetrics(ctx, md)
+	if err != nil {
+		return nil, err
+	}
+	return intakeRequest(ctx, metricsSignal, b, md.DataPointCount())
+}
+
+func tracesRequest(ctx context.Context, td ptrace.Traces) (*wireRequest, error) {
+	b, err := pdatareq.MarshalTraces(ctx, td)
+	if err != nil {
+		return nil, err
+	}
+	return intakeRequest(ctx, tracesSignal, b, td.SpanCount())
+}
+
+func intakeRequest(ctx context.Context, sig *signal, b []byte, items int) (*wireRequest, error) {
+	l, ok := splitItem(b)
+	if !ok {
+		return nil, fmt.Errorf("otlp_http_wire: pdata/xpdata/request wrote a %s item of an unknown layout (%d bytes)", sig.name, len(b))
+	}
+	return requestFromItem(ctx, sig, b, l, items), nil
+}
+
+// The plain converters, for pieces of a split and re-encoded items.
 
 func logsFromPdata(ld plog.Logs) (*wireRequest, error) {
 	b, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
