@@ -15,6 +15,7 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 const fluentBitNamespace = "logging"
@@ -63,7 +64,16 @@ func TestDeployFluentBitDaemonSet(t *testing.T) {
 	if ds.Namespace != fluentBitNamespace {
 		t.Errorf("DaemonSet in namespace %q, want %q (where the cert-manager component writes fluent-bit's Secret)", ds.Namespace, fluentBitNamespace)
 	}
-	spec := ds.Spec.Template.Spec
+	checkFluentBitPod(t, r, ds.Spec.Template.Spec)
+	if got := ds.Spec.Template.Labels["app.kubernetes.io/name"]; got != "fluent-bit" {
+		t.Errorf("pod label app.kubernetes.io/name = %q: the relay's NetworkPolicy admits only fluent-bit", got)
+	}
+}
+
+// checkFluentBitPod checks that spec runs deploy/fluent-bit/fluent-bit.yaml
+// from r's ConfigMap with every file it reads mounted from where it must come.
+func checkFluentBitPod(t *testing.T, r rendered, spec corev1.PodSpec) {
+	t.Helper()
 	c := spec.Containers[0]
 	argv := append(append([]string{}, c.Command...), c.Args...)
 	var conf string
@@ -139,9 +149,52 @@ func TestDeployFluentBitDaemonSet(t *testing.T) {
 	if spec.ServiceAccountName == "" || spec.ServiceAccountName == "default" {
 		t.Errorf("serviceAccountName %q: the kubernetes filter needs the RBAC of its own ServiceAccount", spec.ServiceAccountName)
 	}
-	if got := ds.Spec.Template.Labels["app.kubernetes.io/name"]; got != "fluent-bit" {
-		t.Errorf("pod label app.kubernetes.io/name = %q: the relay's NetworkPolicy admits only fluent-bit", got)
+}
+
+// TestDeployFluentBitHelmValues: the pod the fluent-bit Helm chart renders from
+// helm-values.yaml, built as the chart's templates/_pod.tpl builds it (the
+// `config` volume is existingConfigMap, mounted at /fluent-bit/etc/conf;
+// daemonSetVolumes and extraVolumes are appended), passes the DaemonSet's checks.
+func TestDeployFluentBitHelmValues(t *testing.T) {
+	raw, err := os.ReadFile(deployDir("fluent-bit", "helm-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	var v struct {
+		Image                 struct{ Repository, Tag string }
+		ExistingConfigMap     string `json:"existingConfigMap"`
+		Command, Args         []string
+		VolumeMounts          []corev1.VolumeMount `json:"volumeMounts"`
+		DaemonSetVolumes      []corev1.Volume      `json:"daemonSetVolumes"`
+		DaemonSetVolumeMounts []corev1.VolumeMount `json:"daemonSetVolumeMounts"`
+		ExtraVolumes          []corev1.Volume      `json:"extraVolumes"`
+		ExtraVolumeMounts     []corev1.VolumeMount `json:"extraVolumeMounts"`
+		Tolerations           []corev1.Toleration
+		LivenessProbe         *corev1.Probe `json:"livenessProbe"`
+		ReadinessProbe        *corev1.Probe `json:"readinessProbe"`
+	}
+	if err := yaml.UnmarshalStrict(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	r, ds := fluentBitDaemonSet(t)
+	if img := v.Image.Repository + ":" + v.Image.Tag; img != ds.Spec.Template.Spec.Containers[0].Image {
+		t.Errorf("Helm values run %s, the DaemonSet %s", img, ds.Spec.Template.Spec.Containers[0].Image)
+	}
+	for _, m := range v.VolumeMounts {
+		if m.Name == "config" && m.MountPath != "/fluent-bit/etc/conf" {
+			t.Errorf("volumeMounts puts config at %s; newer charts mount it at /fluent-bit/etc/conf whatever the value says", m.MountPath)
+		}
+	}
+	spec := corev1.PodSpec{
+		ServiceAccountName: "fluent-bit", // the chart's own, bound by its ClusterRole
+		Tolerations:        v.Tolerations,
+		Volumes:            append(append([]corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: v.ExistingConfigMap}}}}}, v.DaemonSetVolumes...), v.ExtraVolumes...),
+		Containers: []corev1.Container{{
+			Name: "fluent-bit", Command: v.Command, Args: v.Args,
+			VolumeMounts: append(append([]corev1.VolumeMount{{Name: "config", MountPath: "/fluent-bit/etc/conf"}}, v.DaemonSetVolumeMounts...), v.ExtraVolumeMounts...),
+		}},
+	}
+	checkFluentBitPod(t, r, spec)
 }
 
 // projectedFrom names the object (kind, name) a file of a volume comes from.
