@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/podrefs"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestGatewayHeaderOnlyDefaultBackend: the default backend as a public OTLP
@@ -49,6 +51,57 @@ func TestGatewayHeaderOnlyDefaultBackend(t *testing.T) {
 		}
 		if r.PeerCertSubject != "" {
 			t.Errorf("the gateway presented client certificate %q; a header-only backend gets none", r.PeerCertSubject)
+		}
+	}
+}
+
+// TestDeployBackendDefaultMTLS: base/ mounts no file for the default backend (it
+// is header-only), and components/backend-default-mtls points certwatch/default at
+// the CA from ConfigMap otelcol-relay-backend-default and the keypair from Secret
+// otelcol-relay-backend-default-tls, mounted as one whole directory.
+func TestDeployBackendDefaultMTLS(t *testing.T) {
+	relay := func(r rendered) (corev1.PodSpec, map[string]string) {
+		for _, s := range r.statefulSets {
+			if s.Name == "otelcol-relay" {
+				env := map[string]string{}
+				for _, e := range s.Spec.Template.Spec.Containers[0].Env {
+					env[e.Name] = e.Value
+				}
+				return s.Spec.Template.Spec, env
+			}
+		}
+		t.Fatal("no StatefulSet otelcol-relay")
+		return corev1.PodSpec{}, nil
+	}
+	spec, env := relay(kustomize(t, deployDir("base")))
+	for _, v := range []string{"OTEL_EXPORTER_DEFAULT_CA_FILE", "OTEL_EXPORTER_DEFAULT_CERT_FILE", "OTEL_EXPORTER_DEFAULT_KEY_FILE"} {
+		if _, ok := env[v]; ok {
+			t.Errorf("base sets %s: the default backend would need a file", v)
+		}
+	}
+	for _, ref := range podrefs.Of("otelcol-relay", spec) {
+		if ref.Name == "otelcol-relay-backend-default-tls" {
+			t.Errorf("base's relay reads Secret %s: a header-only backend has no client certificate", ref.Name)
+		}
+		if ref.Name == "otelcol-relay-backend-default" && (len(ref.Keys) != 1 || ref.Keys[0] != "endpoint") {
+			t.Errorf("base's relay reads keys %v of ConfigMap %s, want only endpoint", ref.Keys, ref.Name)
+		}
+	}
+
+	spec, env = relay(kustomize(t, overlayOf(t, []string{deployDir("base")}, deployDir("components", "backend-default-mtls"))))
+	c := spec.Containers[0]
+	for v, want := range map[string][2]string{
+		"OTEL_EXPORTER_DEFAULT_CA_FILE":   {"configMap", "otelcol-relay-backend-default"},
+		"OTEL_EXPORTER_DEFAULT_CERT_FILE": {"secret", "otelcol-relay-backend-default-tls"},
+		"OTEL_EXPORTER_DEFAULT_KEY_FILE":  {"secret", "otelcol-relay-backend-default-tls"},
+	} {
+		if env[v] == "" {
+			t.Errorf("with backend-default-mtls, %s is not set", v)
+			continue
+		}
+		vol, p := mountedVolume(t, spec, c, env[v])
+		if got := projectedFrom(vol, p); got != want {
+			t.Errorf("%s=%s comes from %v, want %v", v, env[v], got, want)
 		}
 	}
 }
