@@ -164,14 +164,35 @@ func TestKubeDevCerts(t *testing.T) {
 		t.Run(o, func(t *testing.T) {
 			k := e2e.StartKube(t)
 			dirs := []string{deployDir("overlays", o), deployDir("fluent-bit")}
-			cmd := exec.Command(filepath.Join(e2e.RepoRoot(), "hack", "dev-certs.sh"), append([]string{"-dir", t.TempDir()}, dirs...)...)
+			material := t.TempDir()
+			cmd := exec.Command(filepath.Join(e2e.RepoRoot(), "hack", "dev-certs.sh"), append([]string{"-dir", material}, dirs...)...)
 			cmd.Env = append(cmd.Environ(), "KUBECONFIG="+k.Kubeconfig)
 			b, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("hack/dev-certs.sh: %v\n%s", err, b)
 			}
-			if strings.Contains(string(b), "PRIVATE KEY") || strings.Contains(string(b), "dev-") {
-				t.Errorf("hack/dev-certs.sh printed key material or a token:\n%s", b)
+			if strings.Contains(string(b), "PRIVATE KEY") {
+				t.Errorf("hack/dev-certs.sh printed a private key")
+			}
+			tokens, _ := filepath.Glob(filepath.Join(material, "*.token"))
+			for _, p := range tokens {
+				if tok, err := os.ReadFile(p); err == nil && strings.Contains(string(b), string(tok)) {
+					t.Errorf("hack/dev-certs.sh printed the token it stored in %s", filepath.Base(p))
+				}
+			}
+			// A second run changes nothing: the same objects, not one resourceVersion moves.
+			versions := func() string {
+				return k.MustKubectl(t, "get", "secrets,configmaps", "-A", "-l", "app.kubernetes.io/managed-by=otelcol-relay-dev-certs",
+					"-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion} {end}`)
+			}
+			before := versions()
+			again := exec.Command(cmd.Path, cmd.Args[1:]...)
+			again.Env = cmd.Env
+			if b, err := again.CombinedOutput(); err != nil {
+				t.Fatalf("second run: %v\n%s", err, b)
+			}
+			if after := versions(); after != before {
+				t.Errorf("a second run changed objects:\n before %s\n after  %s", before, after)
 			}
 			for _, d := range dirs {
 				for _, ref := range podRefsOf(t, d) {
