@@ -36,12 +36,13 @@ func TestConfigValidate(t *testing.T) {
 	pairOnly := createDefaultConfig()
 	pairOnly.CertFile, pairOnly.KeyFile = "/c/tls.crt", "/c/tls.key"
 	require.NoError(t, pairOnly.Validate())
+	// The system roots and no client certificate: a header-only backend.
+	require.NoError(t, createDefaultConfig().Validate())
 
 	for name, tc := range map[string]struct {
 		mutate func(*Config)
 		want   string
 	}{
-		"nothing":        {func(c *Config) { c.CAFile, c.CertFile, c.KeyFile = "", "", "" }, "nothing to watch"},
 		"cert only":      {func(c *Config) { c.KeyFile = "" }, `cert_file ("/c/tls.crt") and key_file ("") must be set together`},
 		"key only":       {func(c *Config) { c.CertFile = "" }, `cert_file ("") and key_file ("/c/tls.key") must be set together`},
 		"min version":    {func(c *Config) { c.MinVersion = "1.4" }, `min_version: "1.4" is not a TLS version`},

@@ -15,7 +15,9 @@ const minPollInterval = 100 * time.Millisecond
 // of one exporter identity.
 type Config struct {
 	// CAFile is a PEM bundle of the CAs that may sign the server's certificate.
-	// Empty means the system roots.
+	// Empty means the system roots. With no file at all the instance is a
+	// header-only backend's TLS (the system roots, no client certificate), so
+	// that one config serves both kinds of backend by setting files or not.
 	CAFile string `mapstructure:"ca_file"`
 	// IncludeSystemCACertsPool adds the system roots to the ca_file bundle.
 	IncludeSystemCACertsPool bool `mapstructure:"include_system_ca_certs_pool"`
@@ -55,9 +57,6 @@ var tlsVersions = map[string]uint16{
 // checked at Start, and again on every change.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" {
-		errs = append(errs, errors.New("nothing to watch: set ca_file, or cert_file and key_file, or both"))
-	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, fmt.Errorf("cert_file (%q) and key_file (%q) must be set together", c.CertFile, c.KeyFile))
 	}

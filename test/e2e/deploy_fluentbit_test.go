@@ -26,27 +26,9 @@ func TestDeployFluentBitConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type props = map[string]any
-	var fb struct {
-		Service  props `json:"service"`
-		Pipeline struct {
-			Inputs, Filters, Outputs []props
-		} `json:"pipeline"`
-	}
-	if err := yaml.UnmarshalStrict(raw, &fb); err != nil {
-		t.Fatal(err)
-	}
-	// fluent-bit reads on/off/true/false alike; YAML 1.1 turns the bare words into booleans.
-	str := func(p props, k string) string {
-		switch v := p[k].(type) {
-		case nil:
-			return ""
-		case bool:
-			return map[bool]string{true: "on", false: "off"}[v]
-		default:
-			return fmt.Sprint(v)
-		}
-	}
+	type props = fluentBitProps
+	fb := parseFluentBit(t, raw)
+	str := fluentBitString
 	list := func(p props, k string) []string {
 		var out []string
 		switch v := p[k].(type) {
@@ -106,7 +88,7 @@ func TestDeployFluentBitConfig(t *testing.T) {
 	// The most records measured in one 2 MB chunk (architecture.md); the relay
 	// accepts such a chunk whole (TestFluentBitChunkIsAcceptedOrRefusedWhole).
 	if got := num(output, "batch_size"); got < 23970 {
-		t.Errorf("output batch_size = %d: a chunk would be split into requests, and fluent-bit up to 4.2.8 drops a refused one that is not the last (#12384)", got)
+		t.Errorf("output batch_size = %d: a chunk would be split into requests, and fluent-bit 3.1 through 5.1.1 drops a refused one that is not the last (#12384)", got)
 	}
 
 	var gw struct {
@@ -136,5 +118,37 @@ func TestDeployFluentBitConfig(t *testing.T) {
 		if !lifted[k] {
 			t.Errorf("the gateway's attributes_to_resource does not lift %s into the resource (keys %v)", k, keys(lifted))
 		}
+	}
+}
+
+type fluentBitProps = map[string]any
+
+// fluentBitConfig is fluent-bit's YAML configuration, as far as the tests read it.
+type fluentBitConfig struct {
+	Service  fluentBitProps `json:"service"`
+	Pipeline struct {
+		Inputs, Filters, Outputs []fluentBitProps
+	} `json:"pipeline"`
+}
+
+func parseFluentBit(t *testing.T, raw []byte) fluentBitConfig {
+	t.Helper()
+	var fb fluentBitConfig
+	if err := yaml.UnmarshalStrict(raw, &fb); err != nil {
+		t.Fatal(err)
+	}
+	return fb
+}
+
+// fluentBitString is a property as fluent-bit reads it: on/off/true/false alike
+// (YAML 1.1 turns the bare words into booleans).
+func fluentBitString(p fluentBitProps, k string) string {
+	switch v := p[k].(type) {
+	case nil:
+		return ""
+	case bool:
+		return map[bool]string{true: "on", false: "off"}[v]
+	default:
+		return fmt.Sprint(v)
 	}
 }

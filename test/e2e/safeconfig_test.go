@@ -182,6 +182,14 @@ receivers:
 		// confmap unflattens "::" keys before the collector runs: the flat
 		// spelling is the same field and meets the same rule.
 		{
+			// The default backend as shipped, header-only (no file of its own): its
+			// one credential still may not be a literal.
+			name: "literal credential header on the header-only default backend",
+			args: gatewayWith("literal.yaml", "exporters:\n  otlp_http_wire/default:\n    headers:\n      Authorization: "+issueLiteral+"\n"),
+			env:  []string{"OTEL_EXPORTER_DEFAULT_CA_FILE=", "OTEL_EXPORTER_DEFAULT_CERT_FILE=", "OTEL_EXPORTER_DEFAULT_KEY_FILE="},
+			want: "exporters::otlp_http_wire/default: headers::Authorization is a credential written as a literal value (value not shown)",
+		},
+		{
 			name: "literal credential header written as a flat key",
 			args: withBackend(grpcBackends("otlp_grpc/corp", `"headers::X-Api-Key": `+issueLiteral)),
 			want: "exporters::otlp_grpc/corp: headers::X-Api-Key is a credential written as a literal value (value not shown): write ${env:OTEL_EXPORTER_CORP_X_API_KEY}",

@@ -14,8 +14,9 @@ import (
 
 // chunkRecords is more records than the largest fluent-bit chunk measured (23,970
 // short lines in one 2 MB chunk). deploy/fluent-bit sets batch_size above it, so a
-// chunk travels as one request: fluent-bit v4 up to 4.2.8 drops the records of any
-// request in a chunk but the last that gets a retryable status (fluent-bit #12384).
+// chunk travels as one request: fluent-bit 3.1 through 5.1.1 (every release so far)
+// drops the records of any request in a chunk but the last that gets a retryable
+// status (fluent-bit #12384).
 const chunkRecords = 24000
 
 // TestFluentBitChunkIsAcceptedOrRefusedWhole sends whole fluent-bit chunks to the
