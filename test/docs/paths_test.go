@@ -94,13 +94,19 @@ func placeholder(p string) bool {
 var goIdent = regexp.MustCompile(`\.[A-Z][A-Za-z0-9_]*$`)
 
 // exists reports whether a named path is in the repository. A backticked path may be
-// written from the root or from the document's folder, and `internal/metadata` names
-// the generated package every component has.
+// written from the root or from any folder above the document (deploy/base names
+// `components/x` for deploy/components/x), and `internal/metadata` names the
+// generated package every component has.
 func exists(root, doc, p string, backticked bool) bool {
 	var tries []string
 	if backticked {
 		p = goIdent.ReplaceAllString(strings.TrimPrefix(p, "/"), "")
-		tries = append(tries, filepath.Join(root, p), filepath.Join(root, filepath.Dir(doc), p))
+		for d := filepath.Dir(doc); ; d = filepath.Dir(d) {
+			tries = append(tries, filepath.Join(root, d, p))
+			if d == "." || d == "/" {
+				break
+			}
+		}
 		if m, _ := filepath.Glob(filepath.Join(root, "components", "*", p)); len(m) > 0 {
 			return true
 		}
