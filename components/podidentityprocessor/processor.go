@@ -18,6 +18,7 @@ import (
 type podIdentity struct {
 	mode       Mode
 	attributes []string
+	listed     map[string]bool
 	tel        *metadata.TelemetryBuilder
 	// One attribute set per (attribute, outcome), built once: the hot path
 	// allocates nothing for telemetry.
@@ -25,7 +26,10 @@ type podIdentity struct {
 }
 
 func newPodIdentity(c *Config, set component.TelemetrySettings) (*podIdentity, error) {
-	p := &podIdentity{mode: c.Mode, attributes: c.Attributes, replaced: map[string]metric.AddOption{}, dropped: map[string]metric.AddOption{}}
+	p := &podIdentity{mode: c.Mode, attributes: c.Attributes, listed: map[string]bool{}, replaced: map[string]metric.AddOption{}, dropped: map[string]metric.AddOption{}}
+	for _, a := range c.Attributes {
+		p.listed[a] = true
+	}
 	if c.Mode != ModeVerify {
 		return p, nil
 	}
@@ -90,7 +94,18 @@ func isClaim(k string, _ pcommon.Value) bool {
 func (p *podIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
-		p.processResource(ctx, rls.At(i).Resource().Attributes())
+		rl := rls.At(i)
+		res := rl.Resource().Attributes()
+		p.processResource(ctx, res)
+		if p.mode != ModeVerify {
+			continue
+		}
+		for j := 0; j < rl.ScopeLogs().Len(); j++ {
+			lrs := rl.ScopeLogs().At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				p.removeRecordClaims(ctx, res, lrs.At(k).Attributes())
+			}
+		}
 	}
 	return ld, nil
 }
@@ -98,7 +113,18 @@ func (p *podIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs,
 func (p *podIdentity) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
-		p.processResource(ctx, rms.At(i).Resource().Attributes())
+		rm := rms.At(i)
+		res := rm.Resource().Attributes()
+		p.processResource(ctx, res)
+		if p.mode != ModeVerify {
+			continue
+		}
+		for j := 0; j < rm.ScopeMetrics().Len(); j++ {
+			ms := rm.ScopeMetrics().At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				p.removeDataPointClaims(ctx, res, ms.At(k))
+			}
+		}
 	}
 	return md, nil
 }
@@ -106,7 +132,25 @@ func (p *podIdentity) processMetrics(ctx context.Context, md pmetric.Metrics) (p
 func (p *podIdentity) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
-		p.processResource(ctx, rss.At(i).Resource().Attributes())
+		rs := rss.At(i)
+		res := rs.Resource().Attributes()
+		p.processResource(ctx, res)
+		if p.mode != ModeVerify {
+			continue
+		}
+		for j := 0; j < rs.ScopeSpans().Len(); j++ {
+			spans := rs.ScopeSpans().At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				p.removeRecordClaims(ctx, res, span.Attributes())
+				for e := 0; e < span.Events().Len(); e++ {
+					p.removeRecordClaims(ctx, res, span.Events().At(e).Attributes())
+				}
+				for l := 0; l < span.Links().Len(); l++ {
+					p.removeRecordClaims(ctx, res, span.Links().At(l).Attributes())
+				}
+			}
+		}
 	}
 	return td, nil
 }
