@@ -73,18 +73,25 @@ func (p *podIdentity) verify(ctx context.Context, attrs pcommon.Map) {
 		if !ok {
 			continue
 		}
-		actual, known := attrs.Get(a)
-		switch {
-		case !known:
-			p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.dropped[a])
-		case actual.AsString() != claimed.AsString():
-			p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.replaced[a])
-		}
+		p.count(ctx, a, claimed, attrs)
 		attrs.Remove(claimPrefix + a)
 	}
 	// Claims of attributes this instance does not list (a set_aside partner with
 	// a longer list) must not travel on either.
 	attrs.RemoveIf(isClaim)
+}
+
+// count records claim's outcome against what attrs (the resource, after
+// k8s_attributes) holds for attribute a: nothing to confirm it, or another
+// value. An honest claim is not counted.
+func (p *podIdentity) count(ctx context.Context, a string, claimed pcommon.Value, attrs pcommon.Map) {
+	actual, known := attrs.Get(a)
+	switch {
+	case !known:
+		p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.dropped[a])
+	case actual.AsString() != claimed.AsString():
+		p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.replaced[a])
+	}
 }
 
 func isClaim(k string, _ pcommon.Value) bool {

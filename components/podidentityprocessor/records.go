@@ -19,13 +19,7 @@ func (p *podIdentity) removeRecordClaims(ctx context.Context, res, attrs pcommon
 		if !p.listed[k] {
 			return false
 		}
-		actual, known := res.Get(k)
-		switch {
-		case !known:
-			p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.dropped[k])
-		case actual.AsString() != claimed.AsString():
-			p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.replaced[k])
-		}
+		p.count(ctx, k, claimed, res)
 		return true
 	})
 }

@@ -128,19 +128,8 @@ func createHostNetworkPod(t *testing.T, c *cluster, namespace, name, ip string) 
 // send is an application's OTLP exporter on proto ("grpc" or "http"),
 // connecting to the agent from ip, with onResource and onRecord attributes.
 func (ag *attributesAgent) send(proto, ip, mark string, onResource, onRecord map[string]string) error {
-	ld := plog.NewLogs()
-	rl := ld.ResourceLogs().AppendEmpty()
-	rl.Resource().Attributes().PutStr("service.name", "checkout")
-	for k, v := range onResource {
-		rl.Resource().Attributes().PutStr(k, v)
-	}
-	lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
-	lr.Body().SetStr("order placed")
-	lr.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
-	lr.Attributes().PutStr("e2e.mark", mark)
-	for k, v := range onRecord {
-		lr.Attributes().PutStr(k, v)
-	}
+	ld := markedLogs(mark, onResource, onRecord)
+	ld.ResourceLogs().At(0).Resource().Attributes().PutStr("service.name", "checkout")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -191,18 +180,7 @@ func expectNoRecordClaims(t *testing.T, s *e2e.Sink, prefix string, claims map[s
 // sendAsAgent sends to the gateway with a client certificate of the cluster's
 // CA, over proto ("grpc": the agents' receiver, "http": fluent-bit's).
 func (gw *attributesGateway) sendAsAgent(t *testing.T, c *cluster, proto, mark string, onResource, onRecord map[string]string) error {
-	ld := plog.NewLogs()
-	rl := ld.ResourceLogs().AppendEmpty()
-	for k, v := range onResource {
-		rl.Resource().Attributes().PutStr(k, v)
-	}
-	lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
-	lr.Body().SetStr("relayed")
-	lr.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
-	lr.Attributes().PutStr("e2e.mark", mark)
-	for k, v := range onRecord {
-		lr.Attributes().PutStr(k, v)
-	}
+	ld := markedLogs(mark, onResource, onRecord)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if proto == "http" {
@@ -216,4 +194,21 @@ func (gw *attributesGateway) sendAsAgent(t *testing.T, c *cluster, proto, mark s
 	}
 	defer cc.Close()
 	return e2e.SendLogsGRPC(ctx, cc, ld)
+}
+
+// markedLogs is one record marked mark, with onResource and onRecord attributes.
+func markedLogs(mark string, onResource, onRecord map[string]string) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	for k, v := range onResource {
+		rl.Resource().Attributes().PutStr(k, v)
+	}
+	lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.Body().SetStr("order placed")
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+	lr.Attributes().PutStr("e2e.mark", mark)
+	for k, v := range onRecord {
+		lr.Attributes().PutStr(k, v)
+	}
+	return ld
 }
