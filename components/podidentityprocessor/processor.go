@@ -117,21 +117,13 @@ func (p *podIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs,
 	return ld, nil
 }
 
+// processMetrics leaves data point attributes alone: they are dimensions, and
+// a metric about other pods (kube-state-metrics' kind) names them there;
+// removing them would merge those pods' series into one.
 func (p *podIdentity) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
-		rm := rms.At(i)
-		res := rm.Resource().Attributes()
-		p.processResource(ctx, res)
-		if p.mode != ModeVerify {
-			continue
-		}
-		for j := 0; j < rm.ScopeMetrics().Len(); j++ {
-			ms := rm.ScopeMetrics().At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				p.removeDataPointClaims(ctx, res, ms.At(k))
-			}
-		}
+		p.processResource(ctx, rms.At(i).Resource().Attributes())
 	}
 	return md, nil
 }
