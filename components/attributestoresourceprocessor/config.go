@@ -11,6 +11,10 @@ type Config struct {
 	// Keys are the record attributes lifted into the resource, in this order
 	// after the resource's own attributes (the order groupbyattrs writes them).
 	Keys []string `mapstructure:"keys"`
+	// KeepResource: a resource that already holds any of the keys keeps all
+	// of them as they are; the records' values of the keys are removed, not
+	// lifted. Off, a record's value wins (as groupbyattrs).
+	KeepResource bool `mapstructure:"keep_resource"`
 
 	_ struct{}
 }

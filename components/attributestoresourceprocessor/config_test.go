@@ -9,6 +9,7 @@ import (
 func TestLoadConfig(t *testing.T) {
 	configtest.Run(t, NewFactory(), []configtest.Case{
 		{Name: "pod", Expected: &Config{Keys: []string{"k8s.pod.uid", "k8s.pod.name", "k8s.namespace.name", "k8s.container.name"}}},
+		{Name: "keep_resource", Expected: &Config{Keys: []string{"k8s.pod.uid", "k8s.pod.name"}, KeepResource: true}},
 
 		{Name: "", WantErr: "keys: must name at least one record attribute to move into the resource"},
 		{Name: "no_keys", WantErr: "keys: must name at least one record attribute to move into the resource"},

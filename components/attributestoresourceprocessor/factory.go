@@ -37,6 +37,6 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 	if !ok {
 		return nil, fmt.Errorf("attributes_to_resource: unexpected config type %T", cfg)
 	}
-	p := newProcessor(c.Keys)
+	p := newProcessor(c)
 	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs, capabilities)
 }

@@ -12,11 +12,12 @@ import (
 )
 
 type attributesToResource struct {
-	keys []string
+	keys         []string
+	keepResource bool
 }
 
-func newProcessor(keys []string) *attributesToResource {
-	return &attributesToResource{keys: append([]string(nil), keys...)}
+func newProcessor(c *Config) *attributesToResource {
+	return &attributesToResource{keys: append([]string(nil), c.Keys...), keepResource: c.KeepResource}
 }
 
 // processLogs returns the records of ld regrouped: each under its resource plus
@@ -25,7 +26,8 @@ func newProcessor(keys []string) *attributesToResource {
 // appearance). The records themselves are moved, never copied.
 func (p *attributesToResource) processLogs(_ context.Context, ld plog.Logs) (plog.Logs, error) {
 	g := grouping{
-		keys:     p.keys,
+		keys:         p.keys,
+		keepResource: p.keepResource,
 		out:      plog.NewLogs(),
 		resIndex: map[resourceKey]int{},
 		local:    map[string]int{},
@@ -88,7 +90,8 @@ type dest struct {
 }
 
 type grouping struct {
-	keys      []string
+	keys         []string
+	keepResource bool
 	out       plog.Logs
 	resources []outResource
 	resIndex  map[resourceKey]int
@@ -221,9 +224,11 @@ func (g *grouping) appendSignature(b []byte, attrs pcommon.Map) ([]byte, bool) {
 func (g *grouping) resourceFor(rl plog.ResourceLogs, recAttrs pcommon.Map) int {
 	res := pcommon.NewResource()
 	rl.Resource().Attributes().CopyTo(res.Attributes())
-	for _, key := range g.keys {
-		if v, ok := recAttrs.Get(key); ok {
-			v.CopyTo(res.Attributes().PutEmpty(key))
+	if !g.keepResource || !g.holdsAnyKey(res.Attributes()) {
+		for _, key := range g.keys {
+			if v, ok := recAttrs.Get(key); ok {
+				v.CopyTo(res.Attributes().PutEmpty(key))
+			}
 		}
 	}
 	dropped := rl.Resource().DroppedAttributesCount()
@@ -238,6 +243,19 @@ func (g *grouping) resourceFor(rl plog.ResourceLogs, recAttrs pcommon.Map) int {
 	g.resources = append(g.resources, outResource{rl: orl})
 	g.resIndex[key] = len(g.resources) - 1
 	return len(g.resources) - 1
+}
+
+// holdsAnyKey reports whether attrs (a resource's) holds one of the keys: with
+// keepResource such a resource is not lifted into. One key is enough: a
+// record's k8s.pod.uid next to a resource's k8s.pod.name would still make
+// k8s_attributes associate with the record's pod.
+func (g *grouping) holdsAnyKey(attrs pcommon.Map) bool {
+	for _, key := range g.keys {
+		if _, ok := attrs.Get(key); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // destFor returns the index in g.dests of output resource res's scope equal

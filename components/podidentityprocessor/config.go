@@ -36,12 +36,16 @@ type Config struct {
 }
 
 // defaultAttributes are what k8s_attributes can associate on or extract about
-// a pod and its owners, node and namespace: a client claiming any of them
-// could pass its telemetry off as another workload's. Container-level
-// attributes (k8s.container.name, container.id) stay: they choose among the
-// containers of the pod the connection already decided.
+// a pod and its owners, node and namespace, and container.id, which names one
+// container in the cluster (kubelet_stats' container metrics carry it): a
+// client claiming any of them could pass its telemetry off as another
+// workload's. k8s.container.name stays: the containers of a pod share its
+// network namespace, so the connection cannot tell them apart, and
+// k8s_attributes looks the name up among the connection's pod's containers
+// only. service.* are the application's own description, not identity.
 var defaultAttributes = []string{
 	"k8s.pod.uid", "k8s.pod.name", "k8s.namespace.name", "k8s.pod.ip", "k8s.pod.hostname", "k8s.pod.start_time",
+	"container.id",
 	"k8s.node.name", "k8s.node.uid", "k8s.cluster.uid",
 	"k8s.deployment.name", "k8s.deployment.uid", "k8s.replicaset.name", "k8s.replicaset.uid",
 	"k8s.statefulset.name", "k8s.statefulset.uid", "k8s.daemonset.name", "k8s.daemonset.uid",

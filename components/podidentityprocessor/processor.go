@@ -18,6 +18,7 @@ import (
 type podIdentity struct {
 	mode       Mode
 	attributes []string
+	listed     map[string]bool
 	tel        *metadata.TelemetryBuilder
 	// One attribute set per (attribute, outcome), built once: the hot path
 	// allocates nothing for telemetry.
@@ -25,7 +26,10 @@ type podIdentity struct {
 }
 
 func newPodIdentity(c *Config, set component.TelemetrySettings) (*podIdentity, error) {
-	p := &podIdentity{mode: c.Mode, attributes: c.Attributes, replaced: map[string]metric.AddOption{}, dropped: map[string]metric.AddOption{}}
+	p := &podIdentity{mode: c.Mode, attributes: c.Attributes, listed: map[string]bool{}, replaced: map[string]metric.AddOption{}, dropped: map[string]metric.AddOption{}}
+	for _, a := range c.Attributes {
+		p.listed[a] = true
+	}
 	if c.Mode != ModeVerify {
 		return p, nil
 	}
@@ -69,18 +73,25 @@ func (p *podIdentity) verify(ctx context.Context, attrs pcommon.Map) {
 		if !ok {
 			continue
 		}
-		actual, known := attrs.Get(a)
-		switch {
-		case !known:
-			p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.dropped[a])
-		case actual.AsString() != claimed.AsString():
-			p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.replaced[a])
-		}
+		p.count(ctx, a, claimed, attrs)
 		attrs.Remove(claimPrefix + a)
 	}
 	// Claims of attributes this instance does not list (a set_aside partner with
 	// a longer list) must not travel on either.
 	attrs.RemoveIf(isClaim)
+}
+
+// count records claim's outcome against what attrs (the resource, after
+// k8s_attributes) holds for attribute a: nothing to confirm it, or another
+// value. An honest claim is not counted.
+func (p *podIdentity) count(ctx context.Context, a string, claimed pcommon.Value, attrs pcommon.Map) {
+	actual, known := attrs.Get(a)
+	switch {
+	case !known:
+		p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.dropped[a])
+	case actual.AsString() != claimed.AsString():
+		p.tel.ProcessorPodIdentityClaimsOverwritten.Add(ctx, 1, p.replaced[a])
+	}
 }
 
 func isClaim(k string, _ pcommon.Value) bool {
@@ -90,11 +101,25 @@ func isClaim(k string, _ pcommon.Value) bool {
 func (p *podIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
-		p.processResource(ctx, rls.At(i).Resource().Attributes())
+		rl := rls.At(i)
+		res := rl.Resource().Attributes()
+		p.processResource(ctx, res)
+		if p.mode != ModeVerify {
+			continue
+		}
+		for j := 0; j < rl.ScopeLogs().Len(); j++ {
+			lrs := rl.ScopeLogs().At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				p.removeRecordClaims(ctx, res, lrs.At(k).Attributes())
+			}
+		}
 	}
 	return ld, nil
 }
 
+// processMetrics leaves data point attributes alone: they are dimensions, and
+// a metric about other pods (kube-state-metrics' kind) names them there;
+// removing them would merge those pods' series into one.
 func (p *podIdentity) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
@@ -106,7 +131,25 @@ func (p *podIdentity) processMetrics(ctx context.Context, md pmetric.Metrics) (p
 func (p *podIdentity) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
-		p.processResource(ctx, rss.At(i).Resource().Attributes())
+		rs := rss.At(i)
+		res := rs.Resource().Attributes()
+		p.processResource(ctx, res)
+		if p.mode != ModeVerify {
+			continue
+		}
+		for j := 0; j < rs.ScopeSpans().Len(); j++ {
+			spans := rs.ScopeSpans().At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				p.removeRecordClaims(ctx, res, span.Attributes())
+				for e := 0; e < span.Events().Len(); e++ {
+					p.removeRecordClaims(ctx, res, span.Events().At(e).Attributes())
+				}
+				for l := 0; l < span.Links().Len(); l++ {
+					p.removeRecordClaims(ctx, res, span.Links().At(l).Attributes())
+				}
+			}
+		}
 	}
 	return td, nil
 }

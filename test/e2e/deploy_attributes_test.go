@@ -123,6 +123,8 @@ type attributesGateway struct {
 	sink      *e2e.Sink
 	fluentBit *e2e.HTTPClient
 	env, args []string // to start another gateway like it
+	// grpcAddr is the agents' receiver (otlp, OTLP/gRPC with mutual TLS).
+	grpcAddr string
 }
 
 func startAttributesGateway(t *testing.T, c *cluster) *attributesGateway {
@@ -136,8 +138,11 @@ func startAttributesGateway(t *testing.T, c *cluster) *attributesGateway {
 	if err := os.WriteFile(tokenFile, []byte("unused"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	gwGRPC := e2e.FreePort(t)
+	gw.grpcAddr = fmt.Sprintf("127.0.0.1:%d", gwGRPC)
 	gw.env = append(append(env, "MY_POD_IP=127.0.0.1"), gatewayInstanceEnv(t, gwHTTP)...)
 	gw.env = append(gw.env,
+		fmt.Sprintf("RELAY_OTLP_GRPC_PORT=%d", gwGRPC), // later entries win
 		"RELAY_FEDERATION_TARGET="+e2e.FreeAddr(t),
 		"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,
 		"RELAY_FEDERATION_CA_FILE="+caFile,
@@ -204,27 +209,37 @@ func (gw *attributesGateway) sendFluentBit(c *cluster, p pod, mark string, onRes
 // and the agent ServiceAccount's token, exporting to a TLS sink in place of the
 // gateway.
 type attributesAgent struct {
-	col                   *e2e.Collector
-	sink                  *e2e.Sink
-	grpcPort, metricsPort int
+	col                             *e2e.Collector
+	sink                            *e2e.Sink // nil when it exports to a gateway
+	grpcPort, httpPort, metricsPort int
 }
 
 func startAttributesAgent(t *testing.T, c *cluster) *attributesAgent {
 	t.Helper()
+	sink := c.tlsSink(t)
+	ag := startAttributesAgentTo(t, c, sink.GRPCAddr)
+	ag.sink = sink
+	return ag
+}
+
+// startAttributesAgentTo starts the agent exporting to gateway (host:port),
+// whose serving certificate must come from the cluster's CA.
+func startAttributesAgentTo(t *testing.T, c *cluster, gateway string) *attributesAgent {
+	t.Helper()
 	agentToken := c.k.ServiceAccountToken(t, "otelcol-relay", "otelcol-relay-agent")
 	agentEnvBase := c.k.InCluster(t, agentToken)
-	ag := &attributesAgent{sink: c.tlsSink(t)}
+	ag := &attributesAgent{}
 	aCA, aCert, aKey := c.tlsFiles(t, "agent-gateway")
-	ag.grpcPort, ag.metricsPort = e2e.FreePort(t), e2e.FreePort(t)
+	ag.grpcPort, ag.httpPort, ag.metricsPort = e2e.FreePort(t), e2e.FreePort(t), e2e.FreePort(t)
 	aEnv := append(agentEnvBase, agentEnv(t, deployDir("overlays", "aks"), map[string]string{
 		"MY_POD_IP":               "127.0.0.1",
 		"RELAY_OTLP_GRPC_PORT":    fmt.Sprint(ag.grpcPort),
-		"RELAY_OTLP_HTTP_PORT":    fmt.Sprint(e2e.FreePort(t)),
+		"RELAY_OTLP_HTTP_PORT":    fmt.Sprint(ag.httpPort),
 		"RELAY_HEALTH_PORT":       fmt.Sprint(e2e.FreePort(t)),
 		"RELAY_METRICS_PORT":      fmt.Sprint(ag.metricsPort),
 		"K8S_NODE_NAME":           c.node,
 		"K8S_NODE_IP":             e2e.FreeLoopbackIP(t), // no kubelet here: scrapes fail, logs still flow
-		"OTELCOL_RELAY_GATEWAY":   ag.sink.GRPCAddr,
+		"OTELCOL_RELAY_GATEWAY":   gateway,
 		"RELAY_GATEWAY_CA_FILE":   aCA,
 		"RELAY_GATEWAY_CERT_FILE": aCert,
 		"RELAY_GATEWAY_KEY_FILE":  aKey,

@@ -1,0 +1,33 @@
+package e2e_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestDeployGatewayIngressByNamespace: a label is something any pod can give
+// itself, a namespace's kubernetes.io/metadata.name is not (the API server
+// sets it). The relay's OTLP ports admit fluent-bit from its own namespace
+// (deploy/fluent-bit's `logging`) and the agents from the relay's namespace,
+// not a pod elsewhere that copies their labels.
+func TestDeployGatewayIngressByNamespace(t *testing.T) {
+	pols := networkPolicies(t, deployDir("base"))
+	ns := func(name string) map[string]string { return map[string]string{"kubernetes.io/metadata.name": name} }
+	fluentBit := map[string]string{"app.kubernetes.io/name": "fluent-bit"}
+	for _, tc := range []struct {
+		src  peer
+		want bool
+	}{
+		{peer{name: "fluent-bit in logging", ip: "10.244.1.5", podLabels: fluentBit, nsLabs: ns("logging")}, true},
+		{peer{name: "an agent", ip: "10.244.1.6", podLabels: agentPod, nsLabs: ns("otelcol-relay")}, true},
+		{peer{name: "a pod in payments labelled fluent-bit", ip: "10.244.1.7", podLabels: fluentBit, nsLabs: ns("payments")}, false},
+		{peer{name: "a pod in payments labelled as an agent", ip: "10.244.1.8", podLabels: agentPod, nsLabs: ns("payments")}, false},
+	} {
+		for _, port := range []int32{4317, 4318} {
+			if got := ingressAllowed(t, pols, gatewayPod, tc.src, corev1.ProtocolTCP, port); got != tc.want {
+				t.Errorf("%s may send to the relay's port %d: %v, want %v", tc.src.name, port, got, tc.want)
+			}
+		}
+	}
+}

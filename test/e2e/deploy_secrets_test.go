@@ -1,0 +1,155 @@
+package e2e_test
+
+// Secrets in the pods: private keys readable by the collector's group only,
+// and no API token in a pod that uses no Kubernetes API.
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// secretModeMax: owner and group read, nothing for others. The kubelet makes
+// the files root-owned and, with fsGroup, group-owned by it: the collector
+// (runAsUser 10001) reads them through that group.
+const secretModeMax = 0o440
+
+// TestDeploySecretVolumesAreGroupReadOnly renders every overlay and checks each
+// volume that holds a Secret (a secret volume, or a projected one with a secret
+// or token source): its mode grants nothing to others and lets the pod's
+// fsGroup read, and the pod sets an fsGroup the container runs with.
+func TestDeploySecretVolumesAreGroupReadOnly(t *testing.T) {
+	dirs := []string{deployDir("base"), deployDir("agent"), deployDir("fluent-bit"), deployDir("overlays", "platform"),
+		overlayOf(t, []string{deployDir("base")}, deployDir("components", "backend-default-mtls"))}
+	for _, o := range overlays {
+		dirs = append(dirs, deployDir("overlays", o))
+	}
+	for _, o := range dirs {
+		r := kustomize(t, o)
+		specs := map[string]corev1.PodSpec{}
+		for _, s := range r.statefulSets {
+			specs["StatefulSet/"+s.Name] = s.Spec.Template.Spec
+		}
+		for _, d := range r.daemonSets {
+			specs["DaemonSet/"+d.Name] = d.Spec.Template.Spec
+		}
+		for name, spec := range specs {
+			for _, v := range spec.Volumes {
+				mode, holds := secretVolumeMode(v)
+				if !holds {
+					continue
+				}
+				where := fmt.Sprintf("%s: %s volume %s", o, name, v.Name)
+				switch {
+				case mode == nil:
+					t.Errorf("%s: no defaultMode, so its files are 0644: a private key any process in the container can read", where)
+					continue
+				case *mode&^secretModeMax != 0:
+					t.Errorf("%s: defaultMode %#o grants more than %#o", where, *mode, secretModeMax)
+				case *mode&0o040 == 0:
+					t.Errorf("%s: defaultMode %#o: the fsGroup cannot read it", where, *mode)
+				}
+				if runsAsRoot(spec) {
+					continue // the files' owner: the mode's owner bits apply, no fsGroup needed
+				}
+				sc := spec.SecurityContext
+				if sc == nil || sc.FSGroup == nil {
+					t.Errorf("%s: the pod sets no fsGroup: the files stay root:root and user %v cannot read them", where, sc.RunAsUser)
+				}
+			}
+		}
+	}
+}
+
+// secretVolumeMode returns the mode a volume gives its files and whether it
+// holds a Secret or a token at all.
+func secretVolumeMode(v corev1.Volume) (*int32, bool) {
+	switch {
+	case v.Secret != nil:
+		return v.Secret.DefaultMode, true
+	case v.Projected != nil:
+		for _, s := range v.Projected.Sources {
+			if s.Secret != nil || s.ServiceAccountToken != nil {
+				return v.Projected.DefaultMode, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// TestDeployFederationHasNoAPIToken: federation reads nothing from the API
+// server, so its pod gets no automounted API token, and the token it sends to
+// Prometheus is its own short-lived projected one, also where the config's
+// default path is used.
+func TestDeployFederationHasNoAPIToken(t *testing.T) {
+	for _, o := range append([]string{"../base", "platform"}, overlays...) {
+		r := kustomize(t, deployDir("overlays", o))
+		for _, s := range r.statefulSets {
+			if s.Name != "otelcol-relay-federation" {
+				continue
+			}
+			spec := s.Spec.Template.Spec
+			if a := spec.AutomountServiceAccountToken; a == nil || *a {
+				t.Errorf("%s: %s automounts the ServiceAccount's API token (automountServiceAccountToken: %v); it uses no Kubernetes API", o, s.Name, a)
+			}
+			for _, c := range spec.Containers {
+				for _, m := range c.VolumeMounts {
+					if m.MountPath == "/var/run/secrets/kubernetes.io/serviceaccount" {
+						t.Errorf("%s: %s mounts %s at the API token's path", o, s.Name, m.Name)
+					}
+				}
+			}
+		}
+	}
+	cfg := readConfig(t, deployDir("base", "federation.yaml"))
+	for _, want := range []string{
+		"credentials_file: ${env:RELAY_FEDERATION_TOKEN_FILE:-/var/run/secrets/otelcol-relay/federation/token}",
+		"bearer_token_file: ${env:RELAY_FEDERATION_TOKEN_FILE:-/var/run/secrets/otelcol-relay/federation/token}",
+	} {
+		if !containsLine(cfg, want) {
+			t.Errorf("federation.yaml has no line %q: without RELAY_FEDERATION_TOKEN_FILE it would send another token", want)
+		}
+	}
+}
+
+func readConfig(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func containsLine(s, line string) bool {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
+// runsAsRoot reports a pod whose every container runs as uid 0 (fluent-bit, which
+// reads every pod's log files).
+func runsAsRoot(spec corev1.PodSpec) bool {
+	for _, c := range spec.Containers {
+		uid := c.SecurityContext
+		switch {
+		case uid != nil && uid.RunAsUser != nil:
+			if *uid.RunAsUser != 0 {
+				return false
+			}
+		case spec.SecurityContext != nil && spec.SecurityContext.RunAsUser != nil:
+			if *spec.SecurityContext.RunAsUser != 0 {
+				return false
+			}
+		default:
+			return false // the image's user: unknown here
+		}
+	}
+	return len(spec.Containers) > 0
+}
