@@ -32,7 +32,7 @@ HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 TEST_TIMEOUT ?= 60m
 
-.PHONY: build generate check-generate run test test-deps unit vet bench cross sbom image test-image clean
+.PHONY: print-image print-version build generate check-generate run test test-deps unit vet bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -139,6 +139,12 @@ test-image: image
 	OTELCOL_RELAY_BIN=$(RELAY) RELAY_IMAGE=$(IMAGE) RELAY_CONTAINER=$(CONTAINER) \
 		RELAY_PLATFORMS="$(PLATFORMS)" RELAY_VERSION=$(VERSION) \
 		$(GO) test -tags image -count=1 -timeout 15m -v ./test/image/
+
+## print-image, print-version: the image name `make image` tags, and the version in it.
+print-image:
+	@echo $(IMAGE)
+print-version:
+	@echo $(VERSION)
 
 clean:
 	rm -rf $(BIN)/otelcol-relay $(BIN)/otelcol-relay.cdx.json $(BIN)/ca-certificates.crt $(foreach p,$(PLATFORMS),$(BIN)/$(subst /,_,$(p)))
