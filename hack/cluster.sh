@@ -16,7 +16,7 @@
 # mounts and which host paths exist; `down` (also run by `up` when it fails) stops
 # every process by its PID, unmounts, and restores all of it.
 #
-# Usage: hack/cluster.sh up|down|env    (CLUSTER_DIR, default /tmp/otelcol-relay-cluster)
+# Usage: hack/cluster.sh up|down|env|images    (CLUSTER_DIR, default /tmp/otelcol-relay-cluster)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -280,23 +280,25 @@ conntrack: {maxPerCore: 0}
 EOF
 }
 
-# image NAME TAG FILE...: a FROM scratch image of the given files (ENTRYPOINT the
-# first), built with podman into its own store and imported into containerd.
+# image NAME TAG FILE...: $I/NAME.tar, a FROM scratch image of the given files
+# (ENTRYPOINT the first), built with podman into its own store (vfs: no overlay
+# mounts on the host, no RUN step: podman cannot run a container here).
 image() {
 	local name=$1 tag=$2 ctx=$I/$1
 	shift 2
-	if [ ! -f "$I/$name.tar" ]; then
-		rm -rf "$ctx" && mkdir -p "$ctx/rootfs"
-		cp -a "$@" "$ctx/rootfs/"
-		printf 'FROM scratch\nCOPY rootfs/ /\nENTRYPOINT ["/%s"]\n' "$(basename "$1")" >"$ctx/Containerfile"
-		$PODMAN build --quiet --network none -t "localhost/otelcol-relay-test/$name:$tag" -f "$ctx/Containerfile" "$ctx" >/dev/null
-		$PODMAN save --format docker-archive -o "$I/$name.tar" "localhost/otelcol-relay-test/$name:$tag" >/dev/null
-	fi
-	$CTR images import "$I/$name.tar" >/dev/null
+	[ -f "$I/$name.tar" ] && return
+	rm -rf "$ctx" && mkdir -p "$ctx/rootfs"
+	cp -a "$@" "$ctx/rootfs/"
+	printf 'FROM scratch\nCOPY rootfs/ /\nENTRYPOINT ["/%s"]\n' "$(basename "$1")" >"$ctx/Containerfile"
+	$PODMAN build --quiet --network none -t "localhost/otelcol-relay-test/$name:$tag" -f "$ctx/Containerfile" "$ctx" >/dev/null
+	$PODMAN save --format docker-archive -o "$I/$name.tar" "localhost/otelcol-relay-test/$name:$tag" >/dev/null
 }
 
-images() {
-	mkdir -p "$I/bin"
+# build_images: every image the cluster runs, as archives in $I. The test images
+# are rebuilt each time (they are seconds); the add-ons' are kept.
+build_images() {
+	mkdir -p "$I/bin" "$R"
+	rm -f "$I/pause.tar" "$I/clustertool.tar"
 	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$I/bin/" ./test/cluster/images/pause ./test/cluster/images/clustertool)
 	image pause 1.0 "$I/bin/pause"
 	image clustertool 1.0 "$I/bin/clustertool"
@@ -311,14 +313,13 @@ images() {
 		$PODMAN build --quiet --network none -t localhost/otelcol-relay-test/busybox:1.0 -f "$I/busybox/Containerfile" "$I/busybox" >/dev/null
 		$PODMAN save --format docker-archive -o "$I/busybox.tar" localhost/otelcol-relay-test/busybox:1.0 >/dev/null
 	fi
-	$CTR images import "$I/busybox.tar" >/dev/null
 	relay_image
-	ts "images imported"
+	ts "images built"
 }
 
 # relay_image: what `make image` builds, for the host's architecture only (the same
-# binary, SBOM, CA bundle and Dockerfile), imported under the name `make image` gives
-# it (`make print-image`).
+# binary, SBOM, CA bundle and Dockerfile), under the name `make image` gives it
+# (`make print-image`).
 relay_image() {
 	local name platform
 	name=$(make -s -C "$root" print-image)
@@ -328,9 +329,13 @@ relay_image() {
 	$PODMAN build --quiet --network none --platform "$platform" -t "$name" \
 		--build-arg VERSION="$(make -s -C "$root" print-version)" -f "$root/Dockerfile" "$root" >/dev/null
 	$PODMAN save --format docker-archive -o "$I/relay.tar" "$name" >/dev/null
-	$CTR images import "$I/relay.tar" >/dev/null
 	echo "$name" >"$R/relay-image"
 	ts "relay image $name"
+}
+
+import_images() {
+	for tar in "$I"/*.tar; do $CTR images import "$tar" >/dev/null; done
+	ts "images imported"
 }
 
 up() {
@@ -341,6 +346,7 @@ up() {
 		echo "cluster: already up (down first)" >&2
 		exit 1
 	fi
+	build_images
 	record
 	trap 'echo "cluster: up failed, tearing down" >&2; down' ERR
 	mkdir -p "$R" "$D/etcd" "$D/containerd" "$D/kubelet" "$D/cni-ipam" /var/log/pods /var/log/containers
@@ -391,7 +397,7 @@ up() {
 		--bind-address=$NODE_IP --leader-elect=false --v=0
 	start kube-proxy "$B/kube-proxy" --config="$E/kube-proxy.yaml" --v=0
 	waitfor containerd "$B/ctr" --address "$D/containerd/containerd.sock" version
-	images
+	import_images
 	# cadvisor (in the kubelet) finds containerd only at this path: without it pods
 	# have no network stats.
 	mkdir -p /run/containerd && ln -sfn "$D/containerd/containerd.sock" /run/containerd/containerd.sock
@@ -420,6 +426,7 @@ up() {
 case ${1:-} in
 up) up ;;
 down) down ;;
+images) build_images ;;
 env) echo "KUBECONFIG=$P/admin.kubeconfig" ;;
 *)
 	echo "usage: $0 up|down|env" >&2

@@ -111,6 +111,10 @@ func install(t *testing.T) *pki {
 		block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
 		sh(t, installPKI.dir, []string{"TOKEN=cluster-test-token"}, block)
 		overlay := t.TempDir()
+		base, err := filepath.Rel(overlay, filepath.Join(repoRoot, "test", "cluster", "overlays", "aks"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -121,7 +125,7 @@ images:
   - name: otelcol-relay
     newName: %s
     newTag: %s
-`, filepath.Join(repoRoot, "test", "cluster", "overlays", "aks"), imageName(t), imageTag(t))))
+`, base, imageName(t), imageTag(t))))
 		mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
 		ok = true
 	})

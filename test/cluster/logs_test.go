@@ -40,6 +40,9 @@ func getJSON(url string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: HTTP %d: %s", url, resp.StatusCode, b)
 	}
+	if v == nil {
+		return nil
+	}
 	return json.Unmarshal(b, v)
 }
 

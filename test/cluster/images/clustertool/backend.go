@@ -76,6 +76,12 @@ func backend() error {
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
+	// Forget the metrics so far: the test then waits for ones sent after a change.
+	status.HandleFunc("/metrics/reset", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		clear(s.metrics)
+	})
 	go func() { _ = http.ListenAndServe(":8080", status) }()
 	fmt.Fprintln(os.Stderr, "backend: OTLP/HTTP with mutual TLS on :4318, status on :8080")
 	return srv.ListenAndServeTLS("", "")

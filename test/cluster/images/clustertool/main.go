@@ -4,10 +4,12 @@
 //	clustertool lines    a workload: writes $LINES numbered lines to stdout, then waits
 //	clustertool send     sends container log files to the relay as fluent-bit does
 //	clustertool backend  an OTLP/HTTP backend over mutual TLS that keeps what it gets
+//	clustertool probe    dials each host:port argument and logs "OK addr" or "FAIL addr: why"
 package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -28,6 +30,8 @@ func main() {
 		err = send()
 	case "backend":
 		err = backend()
+	case "probe":
+		err = probe(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown role %q (lines, send, backend)", os.Args[1])
 	}
@@ -55,6 +59,25 @@ func lines() error {
 		fmt.Printf("line %d of %d\n", i, n)
 	}
 	fmt.Fprintf(os.Stderr, "wrote %d lines\n", n)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	return nil
+}
+
+// probe dials every address (a name is resolved through the pod's DNS) once with a
+// short timeout, logs the outcome, then blocks so its log can be read.
+func probe(addrs []string) error {
+	for _, a := range addrs {
+		c, err := net.DialTimeout("tcp", a, 3*time.Second)
+		if err != nil {
+			fmt.Printf("FAIL %s: %v\n", a, err)
+			continue
+		}
+		c.Close()
+		fmt.Printf("OK %s\n", a)
+	}
+	fmt.Println("DONE")
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
