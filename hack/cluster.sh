@@ -135,7 +135,7 @@ down() {
 		done
 		rm -f "$R/host.recorded"
 	fi
-	rm -rf "$D"
+	rm -rf "$D" "$C/pv" "$C/local-path"
 	ts "down"
 }
 
@@ -303,7 +303,7 @@ build_images() {
 	image pause 1.0 "$I/bin/pause"
 	image clustertool 1.0 "$I/bin/clustertool"
 	image coredns 1.0 "$B/coredns"
-	image metrics-server 1.0 "$B/metrics-server"
+	[ -x "$B/metrics-server" ] && image metrics-server 1.0 "$B/metrics-server"
 	# busybox for local-path-provisioner's helper pods (sh, mkdir, rm): symlinks, no RUN.
 	if [ ! -f "$I/busybox.tar" ]; then
 		rm -rf "$I/busybox" && mkdir -p "$I/busybox/rootfs/bin"
@@ -339,8 +339,12 @@ import_images() {
 }
 
 up() {
-	for b in etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl containerd containerd-shim-runc-v2 ctr coredns metrics-server local-path-provisioner; do
+	for b in etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl containerd containerd-shim-runc-v2 ctr coredns; do
 		[ -x "$B/$b" ] || { echo "cluster: $B/$b missing: run hack/kube-peers.sh && hack/kube-peers.sh cluster" >&2; exit 1; }
+	done
+	# Without these the cluster runs, and the tests that need them say so.
+	for b in metrics-server local-path-provisioner kube-router; do
+		[ -x "$B/$b" ] || echo "cluster: $B/$b missing (hack/kube-peers.sh cluster): running without it" >&2
 	done
 	if [ -f "$R/etcd.pid" ] && kill -0 "$(cat "$R/etcd.pid")" 2>/dev/null; then
 		echo "cluster: already up (down first)" >&2
@@ -411,12 +415,23 @@ up() {
 			--health-port=0 --metrics-port=0 --v=1
 	fi
 	sed -e "s#@DNS_IP@#$DNS_IP#g" -e "s#@LOCAL_PATH@#$C/local-path#g" "$root/test/cluster/addons.yaml" | $KUBECTL apply --server-side -f - >/dev/null
-	$KUBECTL -n local-path-storage get cm local-path-config -o jsonpath='{.data.helperPod\.yaml}' >"$E/helperPod.yaml"
-	$KUBECTL -n local-path-storage get cm local-path-config -o jsonpath='{.data.config\.json}' >"$E/local-path.json"
-	start local-path "$B/local-path-provisioner" start --kubeconfig "$P/admin.kubeconfig" \
-		--config "$E/local-path.json" --namespace local-path-storage \
-		--helper-image localhost/otelcol-relay-test/busybox:1.0 --service-account-name default \
-		--helper-pod-file "$E/helperPod.yaml"
+	if [ -x "$B/local-path-provisioner" ]; then
+		$KUBECTL -n local-path-storage get cm local-path-config -o jsonpath='{.data.helperPod\.yaml}' >"$E/helperPod.yaml"
+		$KUBECTL -n local-path-storage get cm local-path-config -o jsonpath='{.data.config\.json}' >"$E/local-path.json"
+		start local-path "$B/local-path-provisioner" start --kubeconfig "$P/admin.kubeconfig" \
+			--config "$E/local-path.json" --namespace local-path-storage \
+			--helper-image localhost/otelcol-relay-test/busybox:1.0 --service-account-name default \
+			--helper-pod-file "$E/helperPod.yaml"
+	else
+		# Static hostPath volumes instead, one per claim the overlays make (no class).
+		$KUBECTL delete storageclass local-path >/dev/null
+		for i in 0 1 2 3 4; do
+			# hostPath gets no fsGroup: the relay (uid 10001) must be able to write.
+			mkdir -p "$C/pv/pv$i" && chmod 0777 "$C/pv/pv$i"
+			printf 'apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: orcl-pv%s}\nspec:\n  capacity: {storage: 8Gi}\n  accessModes: [ReadWriteOnce]\n  persistentVolumeReclaimPolicy: Retain\n  hostPath: {path: %s/pv/pv%s, type: DirectoryOrCreate}\n' \
+				"$i" "$C" "$i" | $KUBECTL apply --server-side -f - >/dev/null
+		done
+	fi
 	waitfor "default SA" $KUBECTL get sa default -n default
 	waitfor "coredns" $KUBECTL -n kube-system wait --for=condition=Available deployment/coredns --timeout=1s
 	trap - ERR

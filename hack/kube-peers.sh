@@ -147,17 +147,21 @@ build_install() {
 }
 
 if [ "${1:-}" = cluster ]; then
-	# The longest independent build first; the kube commands wait for kube-apiserver's
-	# compile cache (another kube-peers.sh may be building it right now).
+	# The longest independent build first. The kube commands share most packages with
+	# kube-apiserver: whichever is built first fills the compile cache for the rest.
 	for c in containerd containerd-shim-runc-v2 ctr; do build_containerd "$c"; done
+	for c in kubelet kube-proxy kube-scheduler kube-controller-manager kubectl; do build_kube "$c"; done
 	build_install coredns "$coredns_version" github.com/coredns/coredns
 	build_install metrics-server "$metrics_server_version" sigs.k8s.io/metrics-server/cmd/metrics-server
 	build_install local-path-provisioner "$local_path_version" github.com/rancher/local-path-provisioner
-	while [ ! -x "$cache/kube-apiserver-$kube_version" ] && pgrep -f "k8s.io/kubernetes/cmd/kube-apiserver" >/dev/null; do
-		sleep 10 # another kube-peers.sh is building it: wait for its cache entry
+	# Another kube-peers.sh (without `cluster`) may be building etcd and then
+	# kube-apiserver: wait for its cache entry rather than build it a second time.
+	while [ ! -x "$cache/kube-apiserver-$kube_version" ] &&
+		pgrep -f "k8s.io/kubernetes/cmd/kube-apiserver|hack/kube-peers.sh$" >/dev/null; do
+		sleep 10
 	done
+	build_etcd
 	build_kube kube-apiserver
-	for c in kubelet kube-proxy kube-scheduler kube-controller-manager kubectl; do build_kube "$c"; done
 	build_install kube-router "$kube_router_version" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 	"$bin/kubelet" --version
 	"$bin/containerd" --version
