@@ -19,7 +19,8 @@ BUILDTAGS := remove_all_sd,enable_kubernetes_sd,enable_dns_sd
 CONTAINER ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 # runc, not crun: crun fails here on hybrid cgroups and rlimits.
 CONTAINER_FLAGS ?= $(if $(findstring podman,$(CONTAINER)),--runtime runc)
-IMAGE_REPO ?= localhost/otelcol-relay
+# The repository the manifests name (deploy/components/image, the one place for it).
+IMAGE_REPO ?= $(shell sed -n 's/^ *newName: *//p' deploy/components/image/kustomization.yaml)
 IMAGE     ?= $(IMAGE_REPO):$(subst +,_,$(VERSION))
 # `latest` moves only when HEAD is exactly a clean release tag.
 RELEASE_TAG := $(shell git describe --tags --match 'v*' --exact-match --dirty 2>/dev/null | grep -v -- '-dirty$$')
