@@ -352,7 +352,8 @@ up() {
 	fi
 	build_images
 	record
-	trap 'echo "cluster: up failed, tearing down" >&2; down' ERR
+	# Any failure from here on (set -e exits from inside functions too) tears down.
+	trap 'rc=$?; if [ $rc -ne 0 ]; then echo "cluster: up failed ($rc), tearing down" >&2; down; fi' EXIT
 	mkdir -p "$R" "$D/etcd" "$D/containerd" "$D/kubelet" "$D/cni-ipam" /var/log/pods /var/log/containers
 	pki
 	configs
@@ -434,7 +435,7 @@ up() {
 	fi
 	waitfor "default SA" $KUBECTL get sa default -n default
 	waitfor "coredns" $KUBECTL -n kube-system wait --for=condition=Available deployment/coredns --timeout=1s
-	trap - ERR
+	trap - EXIT
 	ts "cluster up"
 }
 

@@ -288,6 +288,9 @@ func TestInstallAsReadme(t *testing.T) {
 			t.Errorf("PVC %s not Bound: %q", n, pvcs)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(repoRoot, "bin", "metrics-server")); err != nil {
+		t.Fatalf("bin/metrics-server is not built (hack/kube-peers.sh cluster): the HPA has no CPU to read")
+	}
 	eventually(t, "the HPA reads the relays' CPU", readyBudget, func() string {
 		out, err := kubectl(t, "", "-n", relayNS, "get", "hpa", "otelcol-relay", "-o",
 			`jsonpath={.status.currentMetrics[?(@.type=="Resource")].resource.current.averageUtilization}`)

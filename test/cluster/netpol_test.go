@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,6 +61,9 @@ spec:
 // policy does not open; DNS keeps working for both (the probes dial by name).
 func TestNetworkPolicyEnforced(t *testing.T) {
 	install(t)
+	if _, err := os.Stat(filepath.Join(repoRoot, "bin", "kube-router")); err != nil {
+		t.Fatalf("bin/kube-router is not built (hack/kube-peers.sh cluster): nothing enforces NetworkPolicy here")
+	}
 	relay4318 := "otelcol-relay." + relayNS + ".svc:4318"
 	relay4317 := "otelcol-relay." + relayNS + ".svc:4317"
 	backendOTLP := "backend." + backendNS + ".svc:4318"
