@@ -156,23 +156,11 @@ func startBackend(t *testing.T, p *pki) {
 		"--from-file=tls.crt="+filepath.Join(p.dir, "backend.crt"),
 		"--from-file=tls.key="+filepath.Join(p.dir, "backend.key"),
 		"--from-file=ca.crt="+filepath.Join(p.dir, "backend-ca.crt"))
-	mustKubectl(t, `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: backend, namespace: `+backendNS+`}
-spec:
-  selector: {matchLabels: {app: backend}}
-  template:
-    metadata: {labels: {app: backend}}
-    spec:
-      containers:
-      - name: backend
-        image: localhost/otelcol-relay-test/clustertool:1.0
-        imagePullPolicy: Never
-        args: [backend]
+	mustKubectl(t, toolDeployment("backend", backendNS, "backend", `
         ports: [{containerPort: 4318}, {containerPort: 8080}]
         readinessProbe: {tcpSocket: {port: 4318}, periodSeconds: 2}
         volumeMounts: [{name: tls, mountPath: /tls, readOnly: true}]
-      volumes: [{name: tls, secret: {secretName: backend-tls}}]
+      volumes: [{name: tls, secret: {secretName: backend-tls}}]`)+`
 ---
 apiVersion: v1
 kind: Service
@@ -181,6 +169,25 @@ spec:
   selector: {app: backend}
   ports: [{name: otlp-http, port: 4318}, {name: status, port: 8080}]
 `, "apply", "--server-side", "-f", "-")
+}
+
+// toolDeployment is a Deployment NAME (label app=NAME) in ns running clustertool
+// ROLE, with rest appended to its container (and pod) spec.
+func toolDeployment(name, ns, role, rest string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      containers:
+      - name: %[1]s
+        image: localhost/otelcol-relay-test/clustertool:1.0
+        imagePullPolicy: Never
+        args: [%[3]s]%[4]s
+`, name, ns, role, rest)
 }
 
 // podIP of the one Ready pod matching selector in ns.

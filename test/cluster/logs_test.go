@@ -64,21 +64,9 @@ func TestLogsEndToEnd(t *testing.T) {
 	mustKubectl(t, "", "-n", loggingNS, "create", "configmap", "otelcol-relay-ca", "--from-file=ca.crt="+filepath.Join(p.dir, "ca.crt"))
 	mustKubectl(t, "", "-n", loggingNS, "create", "secret", "tls", "otelcol-relay-fluent-bit-tls",
 		"--cert="+filepath.Join(p.dir, "fluent-bit.crt"), "--key="+filepath.Join(p.dir, "fluent-bit.key"))
-	mustKubectl(t, fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: lines, namespace: %s}
-spec:
-  selector: {matchLabels: {app: lines}}
-  template:
-    metadata: {labels: {app: lines}}
-    spec:
-      containers:
-      - name: lines
-        image: localhost/otelcol-relay-test/clustertool:1.0
-        imagePullPolicy: Never
-        args: [lines]
-        env: [{name: LINES, value: "%d"}, {name: LINES_PER_SECOND, value: "300"}]
-`, appNS, lineCount), "apply", "--server-side", "-f", "-")
+	mustKubectl(t, toolDeployment("lines", appNS, "lines", fmt.Sprintf(`
+        env: [{name: LINES, value: "%d"}, {name: LINES_PER_SECOND, value: "300"}]`, lineCount)),
+		"apply", "--server-side", "-f", "-")
 	podIP(t, appNS, "app=lines")
 	mustKubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
