@@ -332,6 +332,7 @@ relay_image() {
 	"$root/hack/ca-bundle.sh" "$root/bin/ca-certificates.crt" >/dev/null
 	$PODMAN build --quiet --network none --platform "$platform" -t "$name" \
 		--build-arg VERSION="$(make -s -C "$root" print-version)" -f "$root/Dockerfile" "$root" >/dev/null
+	rm -f "$I/relay.tar"
 	$PODMAN save --format docker-archive -o "$I/relay.tar" "$name" >/dev/null
 	echo "$name" >"$R/relay-image"
 	ts "relay image $name"
