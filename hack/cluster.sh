@@ -7,7 +7,7 @@
 # FROM scratch, built with podman and imported into containerd.
 #
 # Addresses: pod CIDR 198.18.0.0/16 on bridge orcl0, Services 198.19.0.0/24, DNS
-# 198.19.0.10, node IP 198.19.255.1 on the same bridge. Every listener binds the
+# 198.19.0.10, node IP 198.19.255.1 on a link of its own. Every listener binds the
 # node IP (never *, never a loopback port another test may want: the kubelet's
 # 10250 included), NodePorts only on the node IP, and pods cannot route anywhere
 # outside 198.18.0.0/15.
@@ -26,6 +26,9 @@ P=$C/pki R=$C/run E=$C/etc D=$C/data I=$C/images
 NODE=orcl-node NODE_IP=198.19.255.1
 POD_CIDR=198.18.0.0/16 SVC_CIDR=198.19.0.0/24 DNS_IP=198.19.0.10 API_SVC_IP=198.19.0.1
 BRIDGE=orcl0
+# The node IP has a link of its own (an empty bridge: this kernel has no dummy
+# links): bridge CNI refuses a bridge that carries another IPv4 address.
+NODE_LINK=orclnode0
 SYSCTLS="net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables
 vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys
 kernel.keys.root_maxbytes net.ipv4.conf.all.route_localnet net.netfilter.nf_conntrack_max
@@ -364,9 +367,9 @@ up() {
 	configs
 	# The bridge carries the node IP before the kubelet starts (CNI adds its gateway
 	# address and the pods' veths later).
-	ip link add "$BRIDGE" type bridge
-	ip addr add "$NODE_IP/32" dev "$BRIDGE"
-	ip link set "$BRIDGE" up
+	ip link add "$NODE_LINK" type bridge
+	ip addr add "$NODE_IP/32" dev "$NODE_LINK"
+	ip link set "$NODE_LINK" up
 	sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
 	# Pods route only inside 198.18.0.0/15 (the bridge and the node): no packet
 	# from a pod is forwarded to the host's own networks.
