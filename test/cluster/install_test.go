@@ -122,7 +122,7 @@ resources:
 # The image `+"`make image`"+` built, imported into the node (deploy/README.md: point
 # kustomize at your build).
 images:
-  - name: otelcol-relay
+  - name: localhost/otelcol-relay
     newName: %s
     newTag: %s
 `, base, imageName(t), imageTag(t))))
