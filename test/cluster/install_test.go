@@ -45,7 +45,11 @@ func writeFile(t *testing.T, path string, b []byte) {
 }
 
 func newPKI(t *testing.T) *pki {
-	dir := t.TempDir()
+	// Outlives the first test: every test of the package uses these files.
+	dir, err := os.MkdirTemp("", "otelcol-relay-cluster-pki-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ca := testcerts.NewCA(t, "otelcol-relay-cluster-test-ca")
 	backendCA := testcerts.NewCA(t, "otelcol-relay-cluster-test-backend-ca")
 	writeFile(t, filepath.Join(dir, "ca.crt"), ca.CertPEM)
