@@ -365,8 +365,8 @@ up() {
 	mkdir -p "$R" "$D/etcd" "$D/containerd" "$D/kubelet" "$D/cni-ipam" /var/log/pods /var/log/containers
 	pki
 	configs
-	# The bridge carries the node IP before the kubelet starts (CNI adds its gateway
-	# address and the pods' veths later).
+	# The node IP exists before the kubelet starts; CNI creates orcl0 with the
+	# pods' gateway later.
 	ip link add "$NODE_LINK" type bridge
 	ip addr add "$NODE_IP/32" dev "$NODE_LINK"
 	ip link set "$NODE_LINK" up
