@@ -19,7 +19,8 @@ BUILDTAGS := remove_all_sd,enable_kubernetes_sd,enable_dns_sd
 CONTAINER ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 # runc, not crun: crun fails here on hybrid cgroups and rlimits.
 CONTAINER_FLAGS ?= $(if $(findstring podman,$(CONTAINER)),--runtime runc)
-IMAGE_REPO ?= localhost/otelcol-relay
+# The repository the manifests name (deploy/components/image, the one place for it).
+IMAGE_REPO ?= $(shell sed -n 's/^ *newName: *//p' deploy/components/image/kustomization.yaml)
 IMAGE     ?= $(IMAGE_REPO):$(subst +,_,$(VERSION))
 # `latest` moves only when HEAD is exactly a clean release tag.
 RELEASE_TAG := $(shell git describe --tags --match 'v*' --exact-match --dirty 2>/dev/null | grep -v -- '-dirty$$')
@@ -32,7 +33,7 @@ HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 TEST_TIMEOUT ?= 60m
 
-.PHONY: build generate check-generate run test test-deps unit vet bench cross sbom image test-image clean
+.PHONY: print-image print-version build generate check-generate run test test-deps unit vet bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -139,6 +140,12 @@ test-image: image
 	OTELCOL_RELAY_BIN=$(RELAY) RELAY_IMAGE=$(IMAGE) RELAY_CONTAINER=$(CONTAINER) \
 		RELAY_PLATFORMS="$(PLATFORMS)" RELAY_VERSION=$(VERSION) \
 		$(GO) test -tags image -count=1 -timeout 15m -v ./test/image/
+
+## print-image, print-version: the image name `make image` tags, and the version in it.
+print-image:
+	@echo $(IMAGE)
+print-version:
+	@echo $(VERSION)
 
 clean:
 	rm -rf $(BIN)/otelcol-relay $(BIN)/otelcol-relay.cdx.json $(BIN)/ca-certificates.crt $(foreach p,$(PLATFORMS),$(BIN)/$(subst /,_,$(p)))

@@ -11,6 +11,15 @@ command -v podman >/dev/null 2>&1 || apt_pkgs+=(podman)
 command -v runc >/dev/null 2>&1 || apt_pkgs+=(runc)
 command -v kubectl >/dev/null 2>&1 || apt_pkgs+=(kubectl)
 command -v unshare >/dev/null 2>&1 || apt_pkgs+=(util-linux)
+# The one-node cluster of test/cluster (hack/cluster.sh): bridge CNI, kube-proxy's
+# and kube-router's iptables/ipset/conntrack, busybox for local-path's helper pods.
+[ -x /usr/lib/cni/bridge ] || apt_pkgs+=(containernetworking-plugins)
+command -v iptables >/dev/null 2>&1 || apt_pkgs+=(iptables)
+command -v ipset >/dev/null 2>&1 || apt_pkgs+=(ipset)
+command -v conntrack >/dev/null 2>&1 || apt_pkgs+=(conntrack)
+[ -x /bin/busybox ] || apt_pkgs+=(busybox-static)
+command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)
+command -v bc >/dev/null 2>&1 || apt_pkgs+=(bc)
 if ((${#apt_pkgs[@]})); then
 	if [ "$(id -u)" != 0 ]; then
 		echo "test-deps: need ${apt_pkgs[*]} from Debian; run: sudo apt-get install -y ${apt_pkgs[*]}" >&2
@@ -28,4 +37,7 @@ fi
 # etcd and kube-apiserver for the deploy/ and k8s_attributes tests (built once, ~10 min cold).
 if [ -x hack/kube-peers.sh ]; then
 	hack/kube-peers.sh
+	# kubelet, containerd, kube-proxy, ... for test/cluster (~10 min more once
+	# kube-apiserver is built, plus containerd's own ~15 min cold).
+	hack/kube-peers.sh cluster
 fi

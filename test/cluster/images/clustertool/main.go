@@ -1,0 +1,92 @@
+// Command clustertool is the test image of test/cluster (FROM scratch, imported by
+// hack/cluster.sh): one static binary with the roles the cluster tests need.
+//
+//	clustertool lines    a workload: writes $LINES numbered lines to stdout, then waits
+//	clustertool send     sends container log files to the relay as fluent-bit does
+//	clustertool backend  an OTLP/HTTP backend over mutual TLS that keeps what it gets
+//	clustertool probe    dials each host:port argument and logs "OK addr" or "FAIL addr: why"
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: clustertool lines|send|backend")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "lines":
+		err = lines()
+	case "send":
+		err = send()
+	case "backend":
+		err = backend()
+	case "probe":
+		err = probe(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown role %q (lines, send, backend)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "clustertool:", err)
+		os.Exit(1)
+	}
+}
+
+// lines writes "line <n>" for n in 1..$LINES at $LINES_PER_SECOND, then blocks until
+// SIGTERM, so the Deployment stays Ready and its log file stays where the sender reads it.
+func lines() error {
+	n, err := strconv.Atoi(os.Getenv("LINES"))
+	if err != nil || n <= 0 {
+		return fmt.Errorf("LINES=%q: want a positive count", os.Getenv("LINES"))
+	}
+	rate, err := strconv.Atoi(envOr("LINES_PER_SECOND", "200"))
+	if err != nil || rate <= 0 {
+		return fmt.Errorf("LINES_PER_SECOND=%q: want a positive rate", os.Getenv("LINES_PER_SECOND"))
+	}
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for i := 1; i <= n; i++ {
+		<-tick.C
+		fmt.Printf("line %d of %d\n", i, n)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %d lines\n", n)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	return nil
+}
+
+// probe dials every address (a name is resolved through the pod's DNS) once with a
+// short timeout, logs the outcome, then blocks so its log can be read.
+func probe(addrs []string) error {
+	for _, a := range addrs {
+		c, err := net.DialTimeout("tcp", a, 3*time.Second)
+		if err != nil {
+			fmt.Printf("FAIL %s: %v\n", a, err)
+			continue
+		}
+		c.Close()
+		fmt.Printf("OK %s\n", a)
+	}
+	fmt.Println("DONE")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	return nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,334 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+)
+
+const (
+	relayNS   = "otelcol-relay"
+	backendNS = "otelcol-relay-backend"
+	nodeName  = "orcl-node"
+	// A bound for a loaded 2-core machine, not a measurement (the test logs those).
+	readyBudget = 6 * time.Minute
+)
+
+// pki is every certificate an install needs: the cluster CA of the README (it signs
+// the relay's serving certificate and the agents' and fluent-bit's client
+// certificates), and the backend's own CA (its serving certificate and the relay's
+// client certificate towards it).
+type pki struct {
+	dir string // ca.crt gw.* agent.* client.* backend-ca.crt backend.* fluent-bit.*
+}
+
+var (
+	installOnce sync.Once
+	installPKI  *pki
+	installErr  string
+)
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newPKI(t *testing.T) *pki {
+	// Outlives the first test: every test of the package uses these files.
+	dir, err := os.MkdirTemp("", "otelcol-relay-cluster-pki-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := testcerts.NewCA(t, "otelcol-relay-cluster-test-ca")
+	backendCA := testcerts.NewCA(t, "otelcol-relay-cluster-test-backend-ca")
+	writeFile(t, filepath.Join(dir, "ca.crt"), ca.CertPEM)
+	writeFile(t, filepath.Join(dir, "backend-ca.crt"), backendCA.CertPEM)
+	pair := func(name string, kp *testcerts.KeyPair) {
+		writeFile(t, filepath.Join(dir, name+".crt"), kp.CertPEM)
+		writeFile(t, filepath.Join(dir, name+".key"), kp.KeyPEM)
+	}
+	svc := "otelcol-relay." + relayNS
+	pair("gw", ca.Server(t, testcerts.Options{CommonName: svc + ".svc",
+		DNSNames: []string{"otelcol-relay", svc, svc + ".svc", svc + ".svc.cluster.local"}}))
+	pair("agent", ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent"}))
+	pair("fluent-bit", ca.Client(t, testcerts.Options{CommonName: "fluent-bit"}))
+	pair("client", backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay"}))
+	bsvc := "backend." + backendNS
+	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc",
+		DNSNames: []string{bsvc, bsvc + ".svc", bsvc + ".svc.cluster.local"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}}))
+	return &pki{dir: dir}
+}
+
+// readmeBlock is the first ```sh block after marker in deploy/README.md's section
+// heading.
+func readmeBlock(t *testing.T, heading, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("deploy/README.md has no section %q", heading)
+	}
+	s = s[i:]
+	if k := strings.Index(s, marker); k >= 0 {
+		s = s[k:]
+	} else {
+		t.Fatalf("deploy/README.md %q: no %q", heading, marker)
+	}
+	j := strings.Index(s, "```sh\n")
+	if j < 0 {
+		t.Fatalf("deploy/README.md %q: no sh block", heading)
+	}
+	s = s[j+len("```sh\n"):]
+	return s[:strings.Index(s, "```")]
+}
+
+// backendURL is where the test's backend listens; the README's example endpoint is
+// replaced by it, as a user replaces it by theirs.
+const backendURL = "https://backend." + backendNS + ".svc:4318"
+
+// install applies deploy/overlays/aks once for the package, as deploy/README.md
+// says: the backend it sends to, the README's Secrets and ConfigMaps with the
+// README's own commands, then `kubectl apply --server-side -k`.
+func install(t *testing.T) *pki {
+	t.Helper()
+	needCluster(t)
+	installOnce.Do(func() {
+		ok := false
+		defer func() {
+			if !ok {
+				installErr = "the first install failed (see that test)"
+			}
+		}()
+		installPKI = newPKI(t)
+		startBackend(t, installPKI)
+		// The README's commands, verbatim but for the example endpoint and the token.
+		// The by-hand path: dev-certs.sh makes its own CA, and the test needs
+		// the CA's key to sign the backend's side.
+		block := readmeBlock(t, "## What you create before applying", "**By hand.**")
+		block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
+		sh(t, installPKI.dir, []string{"TOKEN=cluster-test-token"}, block)
+		overlay := t.TempDir()
+		base, err := filepath.Rel(overlay, filepath.Join(repoRoot, "test", "cluster", "overlays", "aks"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
+# The image `+"`make image`"+` built, imported into the node (deploy/README.md: point
+# kustomize at your build).
+images:
+  - name: localhost/otelcol-relay
+    newName: %s
+    newTag: %s
+`, base, imageName(t), imageTag(t))))
+		mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
+		ok = true
+	})
+	if installErr != "" {
+		t.Fatal(installErr)
+	}
+	return installPKI
+}
+
+func imageName(t *testing.T) string {
+	t.Helper()
+	if relayImage == "" {
+		t.Fatal("hack/cluster.sh recorded no relay image")
+	}
+	return relayImage[:strings.LastIndex(relayImage, ":")]
+}
+
+func imageTag(t *testing.T) string {
+	return relayImage[strings.LastIndex(relayImage, ":")+1:]
+}
+
+// startBackend runs the OTLP/HTTP backend over mutual TLS in its own namespace.
+func startBackend(t *testing.T, p *pki) {
+	t.Helper()
+	mustKubectl(t, "", "create", "namespace", backendNS)
+	mustKubectl(t, "", "label", "namespace", backendNS, "otelcol-relay-cluster-test=true")
+	mustKubectl(t, "", "-n", backendNS, "create", "secret", "generic", "backend-tls",
+		"--from-file=tls.crt="+filepath.Join(p.dir, "backend.crt"),
+		"--from-file=tls.key="+filepath.Join(p.dir, "backend.key"),
+		"--from-file=ca.crt="+filepath.Join(p.dir, "backend-ca.crt"))
+	mustKubectl(t, toolDeployment("backend", backendNS, "backend", `
+        ports: [{containerPort: 4318}, {containerPort: 8080}]
+        readinessProbe: {tcpSocket: {port: 4318}, periodSeconds: 2}
+        volumeMounts: [{name: tls, mountPath: /tls, readOnly: true}]
+      volumes: [{name: tls, secret: {secretName: backend-tls}}]`)+`
+---
+apiVersion: v1
+kind: Service
+metadata: {name: backend, namespace: `+backendNS+`}
+spec:
+  selector: {app: backend}
+  ports: [{name: otlp-http, port: 4318}, {name: status, port: 8080}]
+`, "apply", "--server-side", "-f", "-")
+}
+
+// toolDeployment is a Deployment NAME (label app=NAME) in ns running clustertool
+// ROLE, with rest appended to its container (and pod) spec.
+func toolDeployment(name, ns, role, rest string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      containers:
+      - name: %[1]s
+        image: localhost/otelcol-relay-test/clustertool:1.0
+        imagePullPolicy: Never
+        args: [%[3]s]%[4]s
+`, name, ns, role, rest)
+}
+
+// podIP of the one Ready pod matching selector in ns.
+func podIP(t *testing.T, ns, selector string) string {
+	t.Helper()
+	var ip string
+	eventually(t, "pod "+selector+" in "+ns+" Ready", readyBudget, func() string {
+		out, err := kubectl(t, "", "-n", ns, "get", "pods", "-l", selector, "-o",
+			`jsonpath={range .items[*]}{.status.podIP} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if err != nil {
+			return err.Error()
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[1] == "True" {
+				ip = f[0]
+				return ""
+			}
+		}
+		return "not Ready: " + out
+	})
+	return ip
+}
+
+type podList struct {
+	Items []struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		Status struct {
+			Phase      string `json:"phase"`
+			Conditions []struct {
+				Type               string    `json:"type"`
+				Status             string    `json:"status"`
+				LastTransitionTime time.Time `json:"lastTransitionTime"`
+			} `json:"conditions"`
+			StartTime         time.Time `json:"startTime"`
+			ContainerStatuses []struct {
+				Name         string `json:"name"`
+				RestartCount int    `json:"restartCount"`
+				State        map[string]json.RawMessage
+			} `json:"containerStatuses"`
+		} `json:"status"`
+	} `json:"items"`
+}
+
+func getPods(t *testing.T, ns string) podList {
+	t.Helper()
+	var pl podList
+	if err := json.Unmarshal([]byte(mustKubectl(t, "", "-n", ns, "get", "pods", "-o", "json")), &pl); err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// TestInstallAsReadme applies deploy/overlays/aks as deploy/README.md says (the
+// README's own commands for what a user creates first) and checks what a user
+// checks: every pod Ready with no restart, every PVC Bound, the HPA reading a real
+// CPU utilization from metrics-server.
+func TestInstallAsReadme(t *testing.T) {
+	install(t)
+	want := map[string]bool{"otelcol-relay-0": true, "otelcol-relay-1": true, "otelcol-relay-federation-0": true}
+	agent := regexp.MustCompile(`^otelcol-relay-agent-[a-z0-9]{5}$`)
+	eventually(t, "every pod of "+relayNS+" Ready", readyBudget, func() string {
+		pl := getPods(t, relayNS)
+		seen, agents := map[string]bool{}, 0
+		for _, p := range pl.Items {
+			ready := false
+			for _, c := range p.Status.Conditions {
+				ready = ready || (c.Type == "Ready" && c.Status == "True")
+			}
+			if !ready {
+				return fmt.Sprintf("pod %s is %s, not Ready", p.Metadata.Name, p.Status.Phase)
+			}
+			seen[p.Metadata.Name] = true
+			if agent.MatchString(p.Metadata.Name) {
+				agents++
+			}
+		}
+		for n := range want {
+			if !seen[n] {
+				return "no pod " + n
+			}
+		}
+		if agents != 1 {
+			return fmt.Sprintf("%d agent pods, want 1 (one node)", agents)
+		}
+		return ""
+	})
+	for _, p := range getPods(t, relayNS).Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == "Ready" {
+				t.Logf("pod %s Ready %s after its start", p.Metadata.Name, c.LastTransitionTime.Sub(p.Status.StartTime))
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.RestartCount != 0 {
+				out, _ := kubectl(t, "", "-n", relayNS, "logs", "--previous", p.Metadata.Name, "-c", c.Name)
+				t.Errorf("pod %s container %s restarted %d times; its last run:\n%s", p.Metadata.Name, c.Name, c.RestartCount, tail(out, 30))
+			}
+		}
+	}
+	pvcs := mustKubectl(t, "", "-n", relayNS, "get", "pvc", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.phase}{"\n"}{end}`)
+	for _, n := range []string{"queue-otelcol-relay-0", "queue-otelcol-relay-1", "queue-otelcol-relay-federation-0"} {
+		if !strings.Contains(pvcs, n+"=Bound\n") {
+			t.Errorf("PVC %s not Bound: %q", n, pvcs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot, "bin", "metrics-server")); err != nil {
+		t.Fatalf("bin/metrics-server is not built (hack/kube-peers.sh cluster): the HPA has no CPU to read")
+	}
+	eventually(t, "the HPA reads the relays' CPU", readyBudget, func() string {
+		out, err := kubectl(t, "", "-n", relayNS, "get", "hpa", "otelcol-relay", "-o",
+			`jsonpath={.status.currentMetrics[?(@.type=="Resource")].resource.current.averageUtilization}`)
+		if err != nil {
+			return err.Error()
+		}
+		if strings.TrimSpace(out) == "" {
+			st, _ := kubectl(t, "", "-n", relayNS, "describe", "hpa", "otelcol-relay")
+			return "no CPU utilization yet: " + tail(st, 8)
+		}
+		t.Logf("HPA: CPU utilization %s%%", out)
+		return ""
+	})
+}
+
+func tail(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+const (
+	appNS     = "otelcol-relay-apps"
+	loggingNS = "logging"
+	lineCount = 3000
+)
+
+type backendRecord struct {
+	Body     string            `json:"body"`
+	Resource map[string]string `json:"resource"`
+	Attrs    map[string]string `json:"attrs"`
+}
+
+type senderStatus struct{ Read, Acked, Requests, Retries, Dropped int }
+
+func getJSON(url string, v any) error {
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d: %s", url, resp.StatusCode, b)
+	}
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(b, v)
+}
+
+// TestLogsEndToEnd: a Deployment writes numbered lines to stdout; the kubelet writes
+// them to /var/log/containers; a sender pod (labelled as fluent-bit, with the host's
+// /var/log and the client-certificate Secret fluent-bit mounts) posts them as
+// fluent-bit's opentelemetry output does to the relay's Service by its DNS name; the
+// backend, in its own namespace behind the relay's NetworkPolicy egress, must get
+// every line exactly once, its resource enriched by k8s_attributes from the API
+// with the Deployment's and the node's names.
+func TestLogsEndToEnd(t *testing.T) {
+	install(t)
+	mustKubectl(t, "", "create", "namespace", appNS)
+	// The install (deploy/README.md's commands) made namespace logging and what
+	// fluent-bit's DaemonSet mounts there: ConfigMap otelcol-relay-ca and Secret
+	// otelcol-relay-fluent-bit-tls. The sender mounts the same.
+	for _, ns := range []string{appNS, loggingNS} {
+		mustKubectl(t, "", "label", "--overwrite", "namespace", ns, "otelcol-relay-cluster-test=true")
+	}
+	mustKubectl(t, toolDeployment("lines", appNS, "lines", fmt.Sprintf(`
+        env: [{name: LINES, value: "%d"}, {name: LINES_PER_SECOND, value: "300"}]`, lineCount)),
+		"apply", "--server-side", "-f", "-")
+	podIP(t, appNS, "app=lines")
+	mustKubectl(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: log-sender
+  namespace: %s
+  labels: {app.kubernetes.io/name: fluent-bit}
+spec:
+  containers:
+  - name: send
+    image: localhost/otelcol-relay-test/clustertool:1.0
+    imagePullPolicy: Never
+    args: [send]
+    env: [{name: TAIL_PATH, value: "/var/log/containers/lines-*_%s_lines-*.log"}]
+    ports: [{containerPort: 2020}]
+    volumeMounts:
+    - {name: varlog, mountPath: /var/log, readOnly: true}
+    - {name: tls, mountPath: /fluent-bit/tls, readOnly: true}
+  volumes:
+  - name: varlog
+    hostPath: {path: /var/log}
+  - name: tls
+    projected:
+      sources:
+      - configMap: {name: otelcol-relay-ca, items: [{key: ca.crt, path: ca.crt}]}
+      - secret: {name: otelcol-relay-fluent-bit-tls, items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]}
+`, loggingNS, appNS), "apply", "--server-side", "-f", "-")
+	senderIP := podIP(t, loggingNS, "app.kubernetes.io/name=fluent-bit")
+	backendIP := podIP(t, backendNS, "app=backend")
+
+	start := time.Now()
+	var st senderStatus
+	eventually(t, "the sender has every line acknowledged", readyBudget, func() string {
+		if err := getJSON("http://"+senderIP+":2020/status", &st); err != nil {
+			return err.Error()
+		}
+		if st.Acked < lineCount {
+			return fmt.Sprintf("%+v", st)
+		}
+		return ""
+	})
+	t.Logf("sender: %+v", st)
+	if st.Dropped != 0 {
+		t.Errorf("the relay refused %d records for good", st.Dropped)
+	}
+
+	line := regexp.MustCompile(`^line (\d+) of \d+$`)
+	var recs []backendRecord
+	seen := map[int]int{}
+	eventually(t, "the backend has every line", readyBudget, func() string {
+		recs = nil
+		if err := getJSON("http://"+backendIP+":8080/logs", &recs); err != nil {
+			return err.Error()
+		}
+		clear(seen)
+		for _, r := range recs {
+			if m := line.FindStringSubmatch(r.Body); m != nil && r.Resource["k8s.namespace.name"] == appNS {
+				n, _ := strconv.Atoi(m[1])
+				seen[n]++
+			}
+		}
+		if len(seen) < lineCount {
+			return fmt.Sprintf("%d of %d lines", len(seen), lineCount)
+		}
+		return ""
+	})
+	missing, dup := 0, 0
+	for i := 1; i <= lineCount; i++ {
+		switch c := seen[i]; {
+		case c == 0:
+			missing++
+		case c > 1:
+			dup += c - 1
+		}
+	}
+	t.Logf("sent %d lines, %d records at the backend from %s, %d missing, %d duplicates, %s after the sender's start",
+		lineCount, len(recs), appNS, missing, dup, time.Since(start).Round(time.Second))
+	if missing != 0 || dup != 0 {
+		t.Errorf("%d lines missing, %d duplicated at the backend", missing, dup)
+	}
+	podName := mustKubectl(t, "", "-n", appNS, "get", "pods", "-l", "app=lines", "-o", "jsonpath={.items[0].metadata.name}")
+	checked := 0
+	for _, r := range recs {
+		if !line.MatchString(r.Body) || r.Resource["k8s.namespace.name"] != appNS {
+			continue
+		}
+		checked++
+		for k, want := range map[string]string{
+			"k8s.deployment.name": "lines",
+			"k8s.node.name":       nodeName,
+			"k8s.pod.name":        podName,
+			"k8s.container.name":  "lines",
+		} {
+			if got := r.Resource[k]; got != want {
+				t.Fatalf("record %q: resource %s = %q, want %q (resource %v, attributes %v)", r.Body, k, got, want, r.Resource, r.Attrs)
+			}
+		}
+		if r.Resource["k8s.pod.uid"] == "" {
+			t.Fatalf("record %q: no k8s.pod.uid on the resource: %v", r.Body, r.Resource)
+		}
+	}
+	t.Logf("%d records carry k8s.deployment.name=lines and k8s.node.name=%s", checked, nodeName)
+}

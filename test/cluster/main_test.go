@@ -1,0 +1,137 @@
+// Package cluster runs the shipped manifests on a real one-node Kubernetes cluster
+// (hack/cluster.sh: kubelet, containerd, kube-proxy, CoreDNS, metrics-server,
+// local-path-provisioner, kube-router), as a platform engineer installs them.
+// TestMain brings the cluster up once for the package and down at the end, which
+// restores the host. It needs root and the peers of `hack/kube-peers.sh cluster`.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	repoRoot   string
+	kubeconfig string
+	relayImage string // what `make image` tagged, imported into containerd
+	upErr      error
+)
+
+func TestMain(m *testing.M) {
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	if os.Geteuid() != 0 {
+		fmt.Println("test/cluster: needs root (a kubelet, containerd, iptables): skipped")
+		os.Exit(0)
+	}
+	start := time.Now()
+	cluster := filepath.Join(repoRoot, "hack", "cluster.sh")
+	up := exec.Command(cluster, "up")
+	up.Stdout, up.Stderr = os.Stdout, os.Stderr
+	// A ^C or a go test timeout must still restore the host.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		down(cluster)
+		os.Exit(1)
+	}()
+	upErr = up.Run()
+	fmt.Printf("test/cluster: bring-up took %s\n", time.Since(start).Round(100*time.Millisecond))
+	env, _ := exec.Command(cluster, "env").Output()
+	kubeconfig = strings.TrimPrefix(strings.TrimSpace(string(env)), "KUBECONFIG=")
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(kubeconfig)), "run", "relay-image")); err == nil {
+		relayImage = strings.TrimSpace(string(b))
+	}
+	code := m.Run()
+	down(cluster)
+	os.Exit(code)
+}
+
+func down(cluster string) {
+	cmd := exec.Command(cluster, "down")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "test/cluster: down: %v\n", err)
+	}
+}
+
+// needCluster fails the test when the bring-up failed.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if upErr != nil {
+		t.Fatalf("hack/cluster.sh up failed: %v (its output is above)", upErr)
+	}
+}
+
+// kubectl runs bin/kubectl against the cluster, with stdin when given.
+func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "bin", "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Dir = repoRoot
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func mustKubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := kubectl(t, stdin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sh runs a README command line (with $NS and friends from env) in dir, kubectl
+// being bin/kubectl against the cluster.
+func sh(t *testing.T, dir string, env []string, script string) {
+	t.Helper()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+filepath.Join(repoRoot, "bin")+":"+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// eventually polls cond every second until it returns "" or the budget is spent,
+// then fails with the last reason. The budgets are bounds for a loaded machine, not
+// measurements: the test logs how long each wait took.
+func eventually(t *testing.T, what string, budget time.Duration, cond func() string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var why string
+	for time.Since(start) < budget {
+		if why = cond(); why == "" {
+			took := time.Since(start).Round(100 * time.Millisecond)
+			t.Logf("%s after %s", what, took)
+			return took
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s: not within %s: %s", what, budget, why)
+	return 0
+}
