@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bench measures otelcol-relay's gateway side by side with the floor
 // (pdata decode/encode/compress in process) and the same pipeline with upstream's
 // default settings, interleaved, and runs the reliability scenarios at full

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package admissionextension is the gate in front of the receivers that reference
 // it: it bounds how many export requests are decoded at once and how many HTTP
 // bodies are received at once, cuts uploads that stall, recycles old HTTP

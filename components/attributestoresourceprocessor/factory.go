@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package attributestoresourceprocessor moves chosen log record attributes into
 // the resource, as groupbyattrs does, but moves the records instead of copying
 // them. groupbyattrs v0.165.1 deep-copies every record and builds and hashes a

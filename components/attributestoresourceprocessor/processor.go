@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package attributestoresourceprocessor
 
 import (
@@ -28,9 +30,9 @@ func (p *attributesToResource) processLogs(_ context.Context, ld plog.Logs) (plo
 	g := grouping{
 		keys:         p.keys,
 		keepResource: p.keepResource,
-		out:      plog.NewLogs(),
-		resIndex: map[resourceKey]int{},
-		local:    map[string]int{},
+		out:          plog.NewLogs(),
+		resIndex:     map[resourceKey]int{},
+		local:        map[string]int{},
 	}
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -92,9 +94,9 @@ type dest struct {
 type grouping struct {
 	keys         []string
 	keepResource bool
-	out       plog.Logs
-	resources []outResource
-	resIndex  map[resourceKey]int
+	out          plog.Logs
+	resources    []outResource
+	resIndex     map[resourceKey]int
 
 	// Per input resource: key values (encoded by appendSignature) -> locals index.
 	local  map[string]int

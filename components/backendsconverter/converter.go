@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package backendsconverter is the confmap converter of otelcol-relay that makes
 // adding a backend one declarative step. It expands a top-level `backends:` list,
 // in the shape of the Tigera operator's LogCollector exporters (name, endpoint,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package certwatchextension implements the certwatch extension: it serves an
 // exporter's CA bundle and client certificate from files, and swaps in new
 // versions of them while the collector runs, with no restart and without

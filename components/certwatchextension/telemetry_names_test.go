@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package certwatchextension
 
 // The names on :8888 that dashboards, deploy/components/alerts and test/e2e

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package federationtypesprocessor restores the metric types that Prometheus
 // federation loses. A Prometheus server's /federate endpoint writes every series
 // as untyped, and the prometheus receiver turns untyped series into Gauges; the

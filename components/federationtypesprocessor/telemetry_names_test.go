@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package federationtypesprocessor
 
 // The names on :8888 that dashboards and deploy/components/alerts use; the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gomemlimitextension sets the Go runtime's soft memory limit (what the
 // GOMEMLIMIT variable sets) to the same share of the container's memory limit that
 // memory_limiter uses as its hard limit, read from the same cgroup files, so that

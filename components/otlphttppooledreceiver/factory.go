@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otlphttppooledreceiver is an OTLP/HTTP receiver that reads request
 // bodies into reused buffers. Upstream's otlp receiver (v0.165.0) reads every
 // body with io.ReadAll: for a 1,000-record fluent-bit chunk that is ~2.5 MB of

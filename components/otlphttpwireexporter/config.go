@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otlphttpwireexporter is an OTLP/HTTP exporter that encodes each request
 // once, at intake, to its OTLP protobuf bytes and from then on only moves bytes:
 // the persistent queue stores them, batching concatenates them and they are the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package podidentityprocessor makes a node agent take pod identity from the
 // connection, never from what a client writes into its resource. k8s_attributes
 // (v1.3.1) never overwrites a resource attribute that is already set, so a pod

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package queuestorageextension
 
 // The storage.Extension half of the contract tests (contract_test.go says

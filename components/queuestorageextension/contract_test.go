@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package queuestorageextension
 
 // The storage.Client and storage.Extension contract, as contrib's file_storage

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package safeconfigconverter is the confmap converter of otelcol-relay that turns
 // structural exporter mistakes into startup errors. It runs after every --config
 // file has been merged and expanded, so it sees the configuration the collector is

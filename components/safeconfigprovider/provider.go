@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package safeconfigprovider is the `file:` confmap provider of otelcol-relay. It
 // reads files exactly like upstream's fileprovider and then inspects each config
 // document as written, before `${env:...}`/`${file:...}` are expanded, for the one

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package strictenvprovider is the `env:` confmap provider of otelcol-relay. It is
 // upstream's envprovider with one change: a variable that is not set and has no
 // default is an error instead of a warning and an empty string.

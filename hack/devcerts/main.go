@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command devcerts creates, for a test or evaluation cluster, every Secret and
 // ConfigMap the pods of one or more kustomizations need and that they do not
 // render themselves: a private CA (the CA bundle ConfigMaps), the relay's serving

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package configtest checks a component's named configs in its
 // testdata/config.yaml, unmarshalled over the factory's defaults as the collector
 // does: the config tests of our components in upstream's shape, with the loop

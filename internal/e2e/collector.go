@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package e2e runs the built otelcol-relay binary as a subprocess and talks to it
 // over real sockets. It is shared by the end-to-end tests in test/e2e and by the
 // benchmarks in bench/, so both exercise exactly what users run.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e
 
 import "github.com/otelcol-relay/otelcol-relay/internal/promtext"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package memcgroup creates memory cgroups (v1 or v2) for tests, so a process
 // can run under a real memory limit, as in a container with
 // resources.limits.memory. It is light enough for unit tests.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otlpfixture holds the OTLP test fixtures that unit tests and the
 // end-to-end harness share: fluent-bit shaped log records and an OTLP sink
 // (gRPC and HTTP) that counts what arrived. It stays light (pdata and gRPC, no

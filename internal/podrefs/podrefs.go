@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package podrefs lists the Secrets and ConfigMaps a pod spec needs before its
 // containers can start: what its volumes (also projected ones), envFrom and env
 // valueFrom name, with the keys they read. Optional references are left out: the

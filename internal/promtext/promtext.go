@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package promtext reads a Prometheus text exposition (a collector's own
 // metrics on :8888, a scrape target) with prometheus/common's parser, so tests
 // compare values by family and label instead of by line prefix. It is light

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package scenario holds the reliability scenarios, written once and run at two
 // scales: test/reliability runs them small, as correctness checks, and `make
 // bench` runs them at full scale and reports their figures. Each scenario

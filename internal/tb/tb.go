@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tb names what the test harnesses (internal/e2e, internal/otlpfixture,
 // internal/testcerts, internal/scenario) need from their caller. *testing.T and
 // *testing.B satisfy it, and so does the benchmark's own runner, which runs the

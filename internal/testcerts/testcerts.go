@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testcerts makes real X.509 material for tests: certificate authorities,
 // server and client certificates with their keys, PEM-encoded exactly as they
 // would sit in a Kubernetes Secret. It also rotates files in a directory the way

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testvolume mounts small real filesystems for tests that depend on how a
 // volume reports its space (statfs), without the end-to-end harness's weight.
 package testvolume

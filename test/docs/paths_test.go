@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package docs_test checks that what the repository's documents point a reader to
 // exists. A doc that names a file which was renamed or never written sends an
 // operator looking for something that is not there, and nothing else catches it.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e_test
 
 // The gateway and agent configs from deploy/ enrich logs with Kubernetes metadata,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e_test
 
 // The cluster the attribute and kubelet tests run the built binary against: a

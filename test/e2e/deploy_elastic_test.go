@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e_test
 
 // Proofs for the two workloads of deploy/base: the relay (OTLP intake, scaled by an

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e_test
 
 // What the overlays render, checked without a cluster where a mistake would be

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build image
 
 // Package image_test runs the container image the way a cluster would: a 512 MiB

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package memtotal finds the memory this process may use, as memory_limiter's
 // percentage mode finds it, so that what the distribution sizes from it
 // (gomemlimit's Go memory limit, queue_storage's cache) names the same bytes.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otlpstatus maps between OTLP/HTTP statuses and gRPC codes as the
 // collector does (go.opentelemetry.io/collector/internal/statusutil and
 // otlpreceiver's internal/errors, v0.165.0), which are not importable: one copy

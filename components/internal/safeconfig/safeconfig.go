@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package safeconfig is the contract between safeconfigprovider, which reads each
 // config file as written, and the converters that check the merged result
 // (safeconfigconverter, backendsconverter): the top-level keys the provider

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package queuestoragetest starts a real queue_storage extension for the tests
 // of the components that queue on it (otlp_http_wire, durable_queue): their
 // durability is only shown against the real store.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command clustertool is the test image of test/cluster (FROM scratch, imported by
 // hack/cluster.sh): one static binary with the roles the cluster tests need.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command pause is the cluster's sandbox image: it holds a pod's namespaces, reaps
 // the children it inherits and exits on SIGINT or SIGTERM. FROM scratch, so nothing
 // is pulled (hack/cluster.sh builds and imports it).
