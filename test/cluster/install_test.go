@@ -129,9 +129,17 @@ func install(t *testing.T) *pki {
 		if err != nil {
 			t.Fatal(err)
 		}
+		mtls, err := filepath.Rel(overlay, filepath.Join(repoRoot, "deploy", "components", "backend-default-mtls"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
+  - %s
+# The test's backend has a private CA and asks for a client certificate: the
+# README's component for such a default backend.
+components:
   - %s
 # The image `+"`make image`"+` built, imported into the node (deploy/README.md: point
 # kustomize at your build).
@@ -139,7 +147,7 @@ images:
   - name: localhost/otelcol-relay
     newName: %s
     newTag: %s
-`, base, imageName(t), imageTag(t))))
+`, base, mtls, imageName(t), imageTag(t))))
 		mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
 		ok = true
 	})
