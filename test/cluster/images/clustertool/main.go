@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -67,17 +68,31 @@ func lines() error {
 	return nil
 }
 
-// probe dials every address (a name is resolved through the pod's DNS) once with a
-// short timeout, logs the outcome, then blocks so its log can be read.
+// probe dials every address (a name is resolved through the pod's DNS) until the
+// outcome has held for settle, logs the outcome, then blocks so its log can be
+// read. A NetworkPolicy controller programs a new pod's rules some seconds after
+// the pod starts (kube-router on its pod watch): the first dial would judge the
+// state before the policy applies to this pod.
 func probe(addrs []string) error {
+	const settle, every, limit = 20 * time.Second, time.Second, 2 * time.Minute
 	for _, a := range addrs {
-		c, err := net.DialTimeout("tcp", a, 3*time.Second)
-		if err != nil {
-			fmt.Printf("FAIL %s: %v\n", a, err)
-			continue
+		var last string
+		var since time.Time
+		for start := time.Now(); time.Since(start) < limit; time.Sleep(every) {
+			outcome := "OK " + a
+			if c, err := net.DialTimeout("tcp", a, 3*time.Second); err != nil {
+				outcome = fmt.Sprintf("FAIL %s: %v", a, err)
+			} else {
+				c.Close()
+			}
+			if strings.SplitN(outcome, ":", 2)[0] != strings.SplitN(last, ":", 2)[0] {
+				last, since = outcome, time.Now()
+			}
+			if time.Since(since) >= settle {
+				break
+			}
 		}
-		c.Close()
-		fmt.Printf("OK %s\n", a)
+		fmt.Println(last)
 	}
 	fmt.Println("DONE")
 	sig := make(chan os.Signal, 1)
