@@ -355,8 +355,10 @@ up() {
 		[ -x "$B/$b" ] || echo "cluster: $B/$b missing (hack/kube-peers.sh cluster): running without it" >&2
 	done
 	if [ -f "$R/etcd.pid" ] && kill -0 "$(cat "$R/etcd.pid")" 2>/dev/null; then
+		# Another run's cluster (a second checkout's make test): not ours to
+		# tear down, so a distinct status tells the caller to leave it be.
 		echo "cluster: already up (down first)" >&2
-		exit 1
+		exit 3
 	fi
 	build_images
 	record

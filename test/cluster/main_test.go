@@ -10,6 +10,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,6 +51,14 @@ func TestMain(m *testing.M) {
 	}()
 	upErr = up.Run()
 	fmt.Printf("test/cluster: bring-up took %s\n", time.Since(start).Round(100*time.Millisecond))
+	var exit *exec.ExitError
+	if errors.As(upErr, &exit) && exit.ExitCode() == 3 {
+		// Another run's cluster is up on this host: fail without tearing it down.
+		signal.Stop(sig)
+		fmt.Println("test/cluster: another run's cluster is up on this host; not touching it")
+		code := m.Run()
+		os.Exit(max(code, 1))
+	}
 	env, _ := exec.Command(cluster, "env").Output()
 	kubeconfig = strings.TrimPrefix(strings.TrimSpace(string(env)), "KUBECONFIG=")
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(kubeconfig)), "run", "relay-image")); err == nil {
