@@ -28,7 +28,6 @@ import (
 	groupbyattrsprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbyattrsprocessor"
 	federationtypesprocessor "github.com/otelcol-relay/otelcol-relay/components/federationtypesprocessor"
 	podidentityprocessor "github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor"
-	durablequeueprocessor "github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor"
 	attributestoresourceprocessor "github.com/otelcol-relay/otelcol-relay/components/attributestoresourceprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 	prometheusreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
@@ -117,7 +116,6 @@ func components() (otelcol.Factories, error) {
 		groupbyattrsprocessor.NewFactory(),
 		federationtypesprocessor.NewFactory(),
 		podidentityprocessor.NewFactory(),
-		durablequeueprocessor.NewFactory(),
 		attributestoresourceprocessor.NewFactory(),
 	)
 	if err != nil {
@@ -130,7 +128,6 @@ func components() (otelcol.Factories, error) {
 		groupbyattrsprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbyattrsprocessor v0.165.1",
 		federationtypesprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		podidentityprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
-		durablequeueprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		attributestoresourceprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 	})
 

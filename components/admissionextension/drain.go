@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.uber.org/zap"
-
-	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 )
 
 // The drain endpoint is how a pod leaves a Service without stranding what it
@@ -176,10 +176,9 @@ func (a *admission) drain(ctx context.Context) drainResult {
 	}
 }
 
-// queueSizeMetrics are what a relay holds and has not delivered: the exporters'
-// sending queues, and the durable_queue processor's (whose exporters have no
-// queue of their own).
-var queueSizeMetrics = []string{"otelcol_exporter_queue_size", "otelcol_durable_queue_size"}
+// queueSizeMetric is what a relay holds and has not delivered: the exporters'
+// sending queues.
+const queueSizeMetric = "otelcol_exporter_queue_size"
 
 // queueSize reads otelcol_exporter_queue_size from the collector's own
 // Prometheus endpoint and sums it over exporters and signals. The persistent
@@ -202,44 +201,39 @@ func (a *admission) queueSize(ctx context.Context) (int64, map[string]int64, err
 	return parseQueueSize(resp.Body)
 }
 
-// parseQueueSize sums every queue-size sample (queueSizeMetrics) in a
-// Prometheus text exposition, by owner (exporter or processor) and signal. No
-// sample at all is an error: the telemetry level hides it, or the URL is not
-// this collector's, and "empty" would be a guess.
+// parseQueueSize sums every queueSizeMetric sample in a Prometheus text
+// exposition, by exporter and signal. No sample at all is an error: the
+// telemetry level hides it, or the URL is not this collector's, and "empty"
+// would be a guess.
 func parseQueueSize(r io.Reader) (int64, map[string]int64, error) {
-	fams, err := promtext.Parse(r)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		return -1, nil, fmt.Errorf("reading the collector's metrics: %w", err)
 	}
 	per := map[string]int64{}
 	var total int64
 	found := false
-	for _, name := range queueSizeMetrics {
-		for _, s := range fams[name].GetMetric() {
-			var v float64
-			switch {
-			case s.Gauge != nil:
-				v = s.Gauge.GetValue()
-			case s.Untyped != nil:
-				v = s.Untyped.GetValue()
-			default:
-				continue
-			}
-			labels := map[string]string{}
-			for _, l := range s.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			owner := labels["exporter"]
-			if owner == "" {
-				owner = labels["processor"]
-			}
-			found = true
-			total += int64(v)
-			per[owner+"/"+labels["data_type"]] += int64(v)
+	for _, s := range fams[queueSizeMetric].GetMetric() {
+		var v float64
+		switch {
+		case s.Gauge != nil:
+			v = s.Gauge.GetValue()
+		case s.Untyped != nil:
+			v = s.Untyped.GetValue()
+		default:
+			continue
 		}
+		labels := map[string]string{}
+		for _, l := range s.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		found = true
+		total += int64(v)
+		per[labels["exporter"]+"/"+labels["data_type"]] += int64(v)
 	}
 	if !found {
-		return -1, nil, fmt.Errorf("no %s sample (telemetry metrics level below normal?)", strings.Join(queueSizeMetrics, " or "))
+		return -1, nil, fmt.Errorf("no %s sample (telemetry metrics level below normal?)", queueSizeMetric)
 	}
 	return total, per, nil
 }

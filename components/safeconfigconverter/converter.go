@@ -17,12 +17,9 @@
 //     written by components/safeconfigprovider under safeconfig.HeaderEnvKey);
 //   - a backend exporter that no pipeline uses (what a second --config merged without
 //     confmap.enableMergeAppendOption silently does to the first backend);
-//   - persistent sending queues and durable_queue processors whose byte bounds
-//     do not fit their file_storage / queue_storage volume (upstream's queue
-//     loses acknowledged data on a full disk);
-//   - a durable_queue processor that is not last in its pipeline, shares it
-//     with a second exporter, or stands in front of an exporter whose own
-//     sending_queue is enabled.
+//   - persistent sending queues whose byte bounds do not fit their
+//     file_storage / queue_storage volume (upstream's queue loses acknowledged
+//     data on a full disk).
 //
 // It reads the configuration through confmap, with "::" keys unflattened, so a
 // flat key ("tls::insecure_skip_verify": true) meets the rule of the field it
@@ -103,7 +100,6 @@ func check(cfg map[string]any, headerEnvs map[string]any) []error {
 	errs = append(errs, checkCertwatchWiring(exporters, asMap(cfg["extensions"]), enabled)...)
 	errs = append(errs, checkEnvCollisions(exporters, headerEnvs)...)
 	errs = append(errs, checkUnusedBackends(exporters, asMap(service["pipelines"]))...)
-	errs = append(errs, checkDurableQueues(exporters, asMap(service["pipelines"]))...)
 	return errs
 }
 

@@ -13,11 +13,8 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 
-	"github.com/otelcol-relay/otelcol-relay/components/durablequeueprocessor"
 	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 )
-
-const durableQueueType = "durable_queue"
 
 // diskPerQueuedByte is how much disk a byte of queue_size can take. file_storage
 // keeps the queue in a bbolt file, which grows in powers of two (then in 1 GiB
@@ -37,8 +34,8 @@ type fsSizer func(dir string) (size uint64, measured string, ok bool)
 // at most 8 MiB, unless segment_size is set).
 const queueStorageSegments = 3
 
-// persistentQueue is one exporter's sending queue, or one durable_queue
-// processor, on one file_storage or queue_storage volume.
+// persistentQueue is one exporter's sending queue on one file_storage or
+// queue_storage volume.
 type persistentQueue struct {
 	owner   string // the component and the field that bounds it
 	bytes   uint64
@@ -105,25 +102,6 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 			byDir[dir] = append(byDir[dir], persistentQueue{"exporters::" + id + ": sending_queue::queue_size", n, signals[id], segment, qs})
 		}
 	}
-	// durable_queue processors hold up to max_bytes each, per signal.
-	durableDefault := durablequeueprocessor.NewFactory().CreateDefaultConfig().(*durablequeueprocessor.Config)
-	procSignals := processorSignals(asMap(asMap(cfg["service"])["pipelines"]))
-	processors := asMap(cfg["processors"])
-	for _, id := range slices.Sorted(maps.Keys(processors)) {
-		if t, _ := splitID(id); t != durableQueueType || len(procSignals[id]) == 0 {
-			continue
-		}
-		p := asMap(processors[id])
-		storage, _ := p["storage"].(string)
-		n := uint64(durableDefault.MaxBytes)
-		if v, ok := toUint(p["max_bytes"]); ok {
-			n = v
-		}
-		if dir, segment, qs, ok := volume(storage); ok {
-			byDir[dir] = append(byDir[dir], persistentQueue{"processors::" + id + ": max_bytes", n, procSignals[id], segment, qs})
-		}
-	}
-
 	var errs []error
 	for _, dir := range slices.Sorted(maps.Keys(byDir)) {
 		total, measured, ok := size(dir)
@@ -149,23 +127,13 @@ func checkQueueVolumes(cfg map[string]any, size fsSizer) []error {
 	return errs
 }
 
-// processorSignals maps each processor to the signals of the pipelines that
-// list it: a durable_queue keeps one queue per signal.
-func processorSignals(pipelines map[string]any) map[string][]string {
-	return listedSignals(pipelines, "processors")
-}
-
 // exporterSignals maps each exporter to the signals (logs, metrics, traces, ...)
 // of the pipelines that send to it: an exporter keeps one queue per signal.
 func exporterSignals(pipelines map[string]any) map[string][]string {
-	return listedSignals(pipelines, "exporters")
-}
-
-func listedSignals(pipelines map[string]any, key string) map[string][]string {
 	seen := map[string]map[string]bool{}
 	for pid, p := range pipelines {
 		signal, _, _ := strings.Cut(pid, "/")
-		for _, e := range asList(asMap(p)[key]) {
+		for _, e := range asList(asMap(p)["exporters"]) {
 			if s, ok := e.(string); ok {
 				if seen[s] == nil {
 					seen[s] = map[string]bool{}

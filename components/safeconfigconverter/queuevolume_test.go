@@ -129,32 +129,30 @@ service:
 // sizes them (1/64 of it, at most 8 MiB): a small volume holds bounds of
 // nearly its own size instead of being taken by 8 MiB segments.
 func TestQueueVolumesQueueStorageSegmentsFromVolume(t *testing.T) {
-	const durable = `
+	const queued = `
 extensions:
   queue_storage: {directory: /vol/queue}
-processors:
-  durable_queue/default: {storage: queue_storage, max_bytes: %d}
 exporters:
   otlp_http/a:
-    sending_queue: {enabled: false}
+    sending_queue: {storage: queue_storage, sizer: bytes, queue_size: %d}
 service:
   pipelines:
-    logs: {processors: [durable_queue/default], exporters: [otlp_http/a]}
-    metrics: {processors: [durable_queue/default], exporters: [otlp_http/a]}
-    traces: {processors: [durable_queue/default], exporters: [otlp_http/a]}
+    logs: {exporters: [otlp_http/a]}
+    metrics: {exporters: [otlp_http/a]}
+    traces: {exporters: [otlp_http/a]}
 `
 	mib8 := func(string) (uint64, string, bool) { return 8 << 20, "/vol", true }
 	// (1 MiB x 2 + 128 KiB x 3) x 3 signals = 7.125 MiB on 8 MiB.
-	if errs := checkQueueVolumes(parse(t, fmt.Sprintf(durable, 1<<20)), mib8); len(errs) != 0 {
+	if errs := checkQueueVolumes(parse(t, fmt.Sprintf(queued, 1<<20)), mib8); len(errs) != 0 {
 		t.Fatalf("1 MiB bounds on an 8 MiB volume: %v", errs)
 	}
 	// (1.25 MiB x 2 + 128 KiB x 3) x 3 signals = 8.625 MiB.
-	errs := checkQueueVolumes(parse(t, fmt.Sprintf(durable, 5<<18)), mib8)
+	errs := checkQueueVolumes(parse(t, fmt.Sprintf(queued, 5<<18)), mib8)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "persistent queues on /vol/queue need up to 9 MiB of disk") {
 		t.Fatalf("1.25 MiB bounds on an 8 MiB volume: want one error naming 9 MiB, got %v", errs)
 	}
 	// On a large volume the segments are 8 MiB: (256 MiB x 2 + 8 MiB x 3) x 3 = 1608 MiB.
-	errs = checkQueueVolumes(parse(t, fmt.Sprintf(durable, 256<<20)), fixedSize(1))
+	errs = checkQueueVolumes(parse(t, fmt.Sprintf(queued, 256<<20)), fixedSize(1))
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "need up to 1608 MiB of disk") {
 		t.Fatalf("256 MiB bounds on 1 GiB: want one error naming 1608 MiB, got %v", errs)
 	}

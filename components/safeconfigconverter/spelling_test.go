@@ -169,12 +169,6 @@ var badCases = []badCase{
 		exporter: "{endpoint: 'https://collector.vendor.example:4318', sending_queue: {storage: file_storage/vendor, sizer: bytes, queue_size: 1125899906842624}}",
 		extra:    "extensions: {file_storage/vendor: {directory: /}}\n",
 		want:     "exporters::otlp_http/vendor: sending_queue::queue_size 1125899906842624 bytes", key: "sending_queue::queue_size"},
-	{name: "in-memory queue behind durable_queue", typ: "otlp_http",
-		exporter: "{endpoint: 'https://collector.vendor.example:4318', sending_queue: {enabled: true}}",
-		extra:    "service: {pipelines: {logs/vendor: {receivers: [otlp], processors: [durable_queue/vendor], exporters: [otlp_http/vendor]}}}\n",
-		want:     "exporters::otlp_http/vendor: sending_queue::enabled must be false behind processor durable_queue/vendor", key: "sending_queue",
-		// As an entry, otlp_http_wire/vendor joins every pipeline, logs/vendor too.
-	},
 	{name: "unused backend", typ: "otlp_http",
 		exporter: "{endpoint: 'https://collector.vendor.example:4318'}",
 		extra:    "service: {pipelines: {logs: {exporters: [otlp_grpc/corp]}}}\n",

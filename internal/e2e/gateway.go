@@ -169,16 +169,5 @@ current-context: none
 	if err := os.MkdirAll(filepath.Dir(o.QueueDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	switch v := os.Getenv(QueueVariantEnv); v {
-	case "":
-	case "durable":
-		p, err := DurableQueueConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.Args[1] = p
-	default:
-		t.Fatalf("%s=%q: want empty or durable", QueueVariantEnv, v)
-	}
 	return g
 }

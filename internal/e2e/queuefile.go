@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -68,8 +67,7 @@ func ReadQueueDir(dir string) (QueueContents, error) {
 }
 
 // readQueueStorage adds what queue_storage client directories under dir hold:
-// the exporters' persistent-queue items (numeric keys) and durable_queue's
-// items (item/N).
+// the exporters' persistent-queue items (numeric keys).
 func readQueueStorage(dir string, qc *QueueContents) error {
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 	if len(segs) == 0 {
@@ -91,8 +89,7 @@ func readQueueStorage(dir string, qc *QueueContents) error {
 		return err
 	}
 	for k, n := range live {
-		_, numErr := strconv.ParseUint(k, 10, 64)
-		if numErr == nil || strings.HasPrefix(k, "item/") {
+		if _, err := strconv.ParseUint(k, 10, 64); err == nil {
 			qc.Requests++
 			qc.Bytes += int64(n)
 			qc.Files[filepath.Base(dir)]++

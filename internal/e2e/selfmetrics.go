@@ -13,8 +13,7 @@ func ScrapeSelfMetrics(addr string) (SelfMetrics, error) {
 }
 
 // LogQueueBytes reads otelcol_exporter_queue_size for logs (bytes, with the
-// gateway's sizer), plus otelcol_durable_queue_bytes when the relay runs
-// durable_queue, from the collector's own metrics at metricsAddr, summed over
+// gateway's sizer) from the collector's own metrics at metricsAddr, summed over
 // exporters; -1 when it cannot be read.
 func LogQueueBytes(metricsAddr string) float64 {
 	m, err := ScrapeSelfMetrics(metricsAddr)
@@ -22,11 +21,10 @@ func LogQueueBytes(metricsAddr string) float64 {
 		return -1
 	}
 	v, ok := m.Sum("otelcol_exporter_queue_size", map[string]string{"data_type": "logs"})
-	d, dok := m.Sum("otelcol_durable_queue_bytes", map[string]string{"data_type": "logs"})
-	if !ok && !dok {
+	if !ok {
 		return -1
 	}
-	return v + d
+	return v
 }
 
 // MetricSum sums the samples of the collector's own metric name (its counter or

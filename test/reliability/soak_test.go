@@ -3,11 +3,9 @@
 package reliability_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/scenario"
 )
 
@@ -17,9 +15,6 @@ import (
 // 20-30 MB (three or more 8 MiB segments), so segments are written, emptied
 // and reclaimed every cycle; `make bench` runs the same soak for minutes.
 func TestChurnSoakDiskBounded(t *testing.T) {
-	if v := os.Getenv(e2e.QueueVariantEnv); v != "" {
-		t.Skipf("%s=%s: the soak measures the exporter's queue on queue_storage", e2e.QueueVariantEnv, v)
-	}
 	o := scenario.ChurnSoak{
 		Rate: 2000, Cycles: 3, Down: 8 * time.Second, Up: 8 * time.Second,
 		DrainTimeout: 2 * time.Minute, Sample: time.Second, MaxGrowth: 1.5,

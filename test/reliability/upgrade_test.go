@@ -20,17 +20,10 @@ import (
 // file_storage databases over (queue_storage's migrate_from and
 // migrate_exporter_types) and delivers every acknowledged record.
 func TestUpgradeFromFileStorageWithBacklog(t *testing.T) {
-	if v := os.Getenv(e2e.QueueVariantEnv); v != "" {
-		t.Skipf("%s=%s: the upgrade is from the previous shipped file to the shipped one", e2e.QueueVariantEnv, v)
-	}
 	dir := t.TempDir()
 	r := newRig(t, filepath.Join(dir, "queue"))
-	prev, err := e2e.PreviousGatewayConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := slices.Clone(r.Args())
-	args[1] = prev
+	args[1] = e2e.PreviousGatewayConfig()
 
 	r.sink.Refuse(true)
 	old := e2e.Start(t, "", e2e.Options{Env: r.gw.Env, Args: args, ReadyTimeout: 90 * time.Second})
