@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
 	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
+
+	"github.com/otelcol-relay/otelcol-relay/components/internal/handoff"
 )
 
 // The first byte of a queue item tells its format. As a protobuf tag byte,
@@ -51,18 +54,22 @@ const (
 // when the context it is given is the one encoded; otherwise (a merged
 // request, or a context that differs, such as a span the queue started with
 // the collector's own tracing on) it encodes a new item, a copy.
-type queueEncoding struct{ sig *signal }
+type queueEncoding struct {
+	sig *signal
+	// handoff, once the exporter has started on a storage that takes items
+	// over, is where Marshal gives them; nil in tests.
+	handoff *atomic.Pointer[handoff.Registry]
+}
 
 var _ exporterhelper.QueueBatchEncoding[xexporterhelper.Request] = queueEncoding{}
 
 // Marshal returns the request's item itself, uncopied, when it has one and
 // ctx carries the same request context.
 //
-// The storage may keep the returned slice by reference: queue_storage's value
-// cache holds values of 4 KiB and more without copying them (store.go), and
-// bbolt holds a value until its transaction commits. That is safe because an
-// item and its chunk are never written to after they are made (see
-// wireRequest): requests, merged batches, split pieces, HTTP bodies and
+// The item is given to queue_storage (components/internal/handoff), which
+// then keeps it without the copy it makes of any other value. That is safe
+// because an item and its chunk are never written to after they are made
+// (see wireRequest): requests, merged batches, split pieces, HTTP bodies and
 // compression only read them, and persistentQueue.putInternal hands the
 // slice to the storage and keeps no other use of it.
 func (e queueEncoding) Marshal(ctx context.Context, req xexporterhelper.Request) ([]byte, error) {
@@ -71,6 +78,7 @@ func (e queueEncoding) Marshal(ctx context.Context, req xexporterhelper.Request)
 		return nil, fmt.Errorf("otlp_http_wire: cannot store a %T", req)
 	}
 	if b := r.encodedItem(ctx); b != nil {
+		e.give(b)
 		return b, nil
 	}
 	// A new item, in the order upstream's encoder writes: the context's
@@ -91,7 +99,15 @@ func (e queueEncoding) Marshal(ctx context.Context, req xexporterhelper.Request)
 	for _, c := range r.chunks {
 		buf = append(buf, c...)
 	}
-	return append(buf, ctxField...), nil
+	buf = append(buf, ctxField...)
+	e.give(buf)
+	return buf, nil
+}
+
+func (e queueEncoding) give(b []byte) {
+	if e.handoff != nil {
+		e.handoff.Load().Give(b)
+	}
 }
 
 // itemLayout is where an item of upstream's format keeps its fields.

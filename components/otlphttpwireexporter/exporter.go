@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,6 +28,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 
+	"github.com/otelcol-relay/otelcol-relay/components/internal/handoff"
 	"github.com/otelcol-relay/otelcol-relay/components/internal/otlpstatus"
 )
 
@@ -50,6 +52,8 @@ type wireExporter struct {
 	// gzip compresses bodies when compression is gzip; nil otherwise (then
 	// confighttp's round tripper applies the configured compression).
 	gzip *gzipCompressor
+	// handoff is the queue storage's, when it takes items over (start).
+	handoff atomic.Pointer[handoff.Registry]
 }
 
 // newWireExporter follows otlphttpexporter@v0.165.0 otlp.go newExporter
@@ -68,6 +72,13 @@ func newWireExporter(cfg *Config, set exporter.Settings, sig *signal, u *url.URL
 // start builds the client with the host's extensions (auth, middlewares such
 // as certwatch). Follows otlphttpexporter@v0.165.0 otlp.go start.
 func (e *wireExporter) start(ctx context.Context, host component.Host) error {
+	if e.cfg.QueueConfig.HasValue() {
+		if id := e.cfg.QueueConfig.Get().StorageID; id != nil {
+			if p, ok := host.GetExtensions()[*id].(handoff.Provider); ok {
+				e.handoff.Store(p.Handoff())
+			}
+		}
+	}
 	if e.cfg.ClientConfig.Compression == configcompression.TypeGzip {
 		gz, err := newGzipCompressor(e.cfg.ClientConfig.CompressionParams.Level, e.concurrency())
 		if err != nil {

@@ -83,17 +83,20 @@ func endpointAttributes(u *url.URL) []attribute.KeyValue {
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
-	return newLogs(ctx, set, c.(*Config), queueEncoding{sig: logsSignal})
+	return newLogs(ctx, set, c.(*Config), nil)
 }
 
-// newLogs is createLogs with the queue's encoding as a parameter, so that a
-// test can queue items in an earlier release's format.
+// newLogs is createLogs with the queue's encoding as a parameter (nil: this
+// release's), so that a test can queue items in an earlier release's format.
 func newLogs(ctx context.Context, set exporter.Settings, cfg *Config, enc exporterhelper.QueueBatchEncoding[xexporterhelper.Request]) (exporter.Logs, error) {
 	u, err := cfg.signalURL(cfg.LogsEndpoint, "logs")
 	if err != nil {
 		return nil, err
 	}
 	e := newWireExporter(cfg, set, logsSignal, u)
+	if enc == nil {
+		enc = queueEncoding{sig: logsSignal, handoff: &e.handoff}
+	}
 	return xexporterhelper.NewLogsRequest(ctx, set,
 		func(ctx context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsRequest(ctx, ld) },
 		e.push, options(cfg, e, u, enc)...)
@@ -110,7 +113,7 @@ func createMetrics(ctx context.Context, set exporter.Settings, c component.Confi
 		func(ctx context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
 			return metricsRequest(ctx, md)
 		},
-		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
+		e.push, options(cfg, e, u, queueEncoding{sig: e.sig, handoff: &e.handoff})...)
 }
 
 func createTraces(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Traces, error) {
@@ -124,5 +127,5 @@ func createTraces(ctx context.Context, set exporter.Settings, c component.Config
 		func(ctx context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
 			return tracesRequest(ctx, td)
 		},
-		e.push, options(cfg, e, u, queueEncoding{sig: e.sig})...)
+		e.push, options(cfg, e, u, queueEncoding{sig: e.sig, handoff: &e.handoff})...)
 }

@@ -27,8 +27,9 @@ type trafficCase struct {
 	open func(b *testing.B) storage.Client
 }
 
-// trafficCases are the stores BenchmarkQueueTraffic compares; files behind
-// the storagebench build tag add candidates that do not ship (pebble).
+// trafficCases are the stores BenchmarkQueueTraffic compares; a file behind
+// a build tag can add a candidate that does not ship, as pebble once was
+// (docs/decisions/0014-what-the-binary-carries.md).
 var trafficCases = []trafficCase{
 	{"file_storage", func(b *testing.B) storage.Client {
 		f := filestorage.NewFactory()

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // On a full volume the queue still has to deliver what it holds, and every
@@ -88,7 +86,7 @@ func (s *store) segmentFor(need, drain int64) int64 {
 // not every record needs an fallocate.
 func (s *store) grow(seg *segment, size int64) error {
 	size += s.opts.segmentSize / 8
-	if err := unix.Fallocate(int(seg.f.Fd()), 0, seg.size, size-seg.size); err != nil {
+	if err := allocate(seg.f, seg.size, size-seg.size); err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
 			return fmt.Errorf("%w: no room to grow %s to %d bytes for the space delivering its keys takes: %w", ErrVolumeFull, seg.path, size, err)
 		}
@@ -109,7 +107,7 @@ func releaseTail(seg *segment) {
 	if from >= seg.size {
 		return
 	}
-	if unix.Fallocate(int(seg.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, from, seg.size-from) == nil {
+	if punchHole(seg.f, from, seg.size-from) {
 		seg.size = from // what it takes on disk, for reclaim's bound
 	}
 }

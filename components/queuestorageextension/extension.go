@@ -15,12 +15,17 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-relay/otelcol-relay/components/internal/handoff"
 )
 
 type queueStorage struct {
 	cfg    *Config
 	logger *zap.Logger
 	cache  *cacheBudget
+	// handoff is shared by every client: an exporter gives the items it
+	// encodes here, the client that stores one claims it (handoff.Provider).
+	handoff handoff.Registry
 
 	// maxRecord is passed to every store (storeOptions.maxRecord).
 	maxRecord int
@@ -29,7 +34,14 @@ type queueStorage struct {
 	clients map[*store]struct{}
 }
 
-var _ storage.Extension = (*queueStorage)(nil)
+var (
+	_ storage.Extension = (*queueStorage)(nil)
+	_ handoff.Provider  = (*queueStorage)(nil)
+)
+
+// Handoff is where an exporter gives the queue items it will never write to
+// again, so that they are stored without a copy.
+func (q *queueStorage) Handoff() *handoff.Registry { return &q.handoff }
 
 func newExtension(set extension.Settings, cfg *Config, total func() (uint64, string, error)) (*queueStorage, error) {
 	size, source, err := cfg.cacheSize(total)
@@ -73,6 +85,7 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 		reserve:     reserve,
 		fsync:       q.cfg.Fsync,
 		cache:       q.cache,
+		handoff:     &q.handoff,
 		logger:      q.logger.With(zap.String("client", raw)),
 		maxRecord:   q.maxRecord,
 	})

@@ -3,9 +3,8 @@
 package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 
 import (
+	"fmt"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // datasync and dirsync are fdatasync of a segment and fsync of the store's
@@ -14,7 +13,7 @@ func (s *store) datasync(f *os.File) error {
 	if s.opts.fdatasync != nil {
 		return s.opts.fdatasync(f)
 	}
-	return unix.Fdatasync(int(f.Fd()))
+	return fdatasync(f)
 }
 
 func (s *store) dirsync() error {
@@ -22,4 +21,16 @@ func (s *store) dirsync() error {
 		return s.opts.syncDir(s.dir)
 	}
 	return syncDir(s.dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("queue_storage: fsync %s: %w", dir, err)
+	}
+	return nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"go.etcd.io/bbolt"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 )
 
 // fileStorageBucket is where file_storage keeps every key (filestorage
@@ -151,7 +150,7 @@ func (s *store) copyBucket(b *bbolt.Bucket) (keys, copied int, size int64, err e
 // durable.
 func (s *store) syncAll() error {
 	for _, seg := range s.segs {
-		if err := unix.Fdatasync(int(seg.f.Fd())); err != nil {
+		if err := fdatasync(seg.f); err != nil {
 			return fmt.Errorf("queue_storage: fsync %s: %w", seg.path, err)
 		}
 	}

@@ -56,6 +56,9 @@ type op struct {
 	typ   byte
 	key   string
 	value []byte
+	// owned: value was handed off to the store (components/internal/handoff),
+	// which may keep it without a copy.
+	owned bool
 	// valueOff is the offset of value within the record.
 	valueOff int
 	// For opLink: where the value is.

@@ -2,9 +2,7 @@
 
 package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 
-import (
-	"golang.org/x/sys/unix"
-)
+import ()
 
 // volumeShare is the share of the volume one segment may take when
 // segment_size is left to the extension. A client keeps up to three segments
@@ -28,20 +26,4 @@ func SegmentSize(configured int64, volumeBytes uint64) int64 {
 	}
 	share := int64(min(volumeBytes/volumeShare, defaultSegmentSize))
 	return max(minSegmentSize, share&^(minSegmentSize-1))
-}
-
-// volumeBytes is the size of the filesystem that holds dir, counted as the
-// startup check counts it (components/safeconfigconverter, statfs_linux.go):
-// the blocks the collector's uid can fill, whether or not they are free now.
-// 0 when it cannot tell.
-func volumeBytes(dir string) uint64 {
-	var st unix.Statfs_t
-	if unix.Statfs(dir, &st) != nil {
-		return 0
-	}
-	var reserved uint64
-	if st.Bfree > st.Bavail {
-		reserved = st.Bfree - st.Bavail
-	}
-	return (st.Blocks - reserved) * uint64(st.Bsize)
 }

@@ -8,16 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-relay/otelcol-relay/components/internal/handoff"
 )
 
 // ErrVolumeFull is returned (wrapped) by a write that would add a key when the
@@ -33,7 +30,9 @@ type storeOptions struct {
 	reserve     int64
 	fsync       bool
 	cache       *cacheBudget
-	logger      *zap.Logger
+	// handoff holds the values their callers gave up (Set keeps them uncopied).
+	handoff *handoff.Registry
+	logger  *zap.Logger
 	// maxRecord lowers the largest record body (0: maxRecordLen), so
 	// tests show the limit's behaviour without writing gigabytes.
 	maxRecord int
@@ -131,7 +130,7 @@ func openStore(dir string, opts storeOptions) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue_storage: %w", err)
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := lockFile(lock); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("queue_storage: %s is in use by another client or process: %w", dir, err)
 	}
@@ -151,295 +150,6 @@ func openStore(dir string, opts storeOptions) (*store, error) {
 	}
 	s.reclaim()
 	return s, nil
-}
-
-func (s *store) recover() error {
-	names, err := filepath.Glob(filepath.Join(s.dir, "*.seg"))
-	if err != nil {
-		return err
-	}
-	type found struct {
-		id   uint64
-		path string
-	}
-	var files []found
-	for _, p := range names {
-		id, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(p), ".seg"), 16, 64)
-		if err != nil {
-			continue
-		}
-		files = append(files, found{id, p})
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].id < files[j].id })
-	var buf []byte
-	for i, fd := range files {
-		flag := os.O_RDWR
-		if s.readOnly {
-			flag = os.O_RDONLY
-		}
-		f, err := os.OpenFile(fd.path, flag, 0)
-		if err != nil {
-			return fmt.Errorf("queue_storage: opening segment: %w", err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return fmt.Errorf("queue_storage: %w", err)
-		}
-		seg := &segment{id: fd.id, path: fd.path, f: f, size: st.Size(), dataEnd: st.Size()}
-		s.segs = append(s.segs, seg)
-		if int64(cap(buf)) < seg.size {
-			buf = make([]byte, seg.size)
-		}
-		buf = buf[:seg.size]
-		if _, err := f.ReadAt(buf, 0); err != nil {
-			return fmt.Errorf("queue_storage: reading %s: %w", fd.path, err)
-		}
-		s.replay(seg, buf, i == len(files)-1)
-	}
-	return nil
-}
-
-// replay applies the records of one segment to the index. A bad record is
-// a torn tail only at the end of the newest segment with nothing written
-// after it (a crash tears only the last bytes written): it was never
-// acknowledged and is erased. Anything else is corruption, logged with the
-// segment, the offset and what was lost: one record when its length can be
-// trusted and records follow it (they are kept), else the rest of the
-// segment. The segments around it are still used.
-func (s *store) replay(seg *segment, b []byte, newest bool) {
-	var p int64
-	for p < int64(len(b)) {
-		ops, l, err := decodeRecord(b[p:], s.opts.recordLimit())
-		if errors.Is(err, errEndOfData) {
-			break
-		}
-		if err != nil {
-			next, resync := s.badRecord(seg, b, p, newest, err)
-			if !resync {
-				p = next
-				break
-			}
-			p = next
-			continue
-		}
-		for _, o := range ops {
-			s.apply(seg, p, o, false)
-		}
-		p += int64(l)
-	}
-	seg.end = p
-}
-
-// badRecord reports the bad record at p and says where replay goes on, if
-// it can, or else where the segment's data ends.
-func (s *store) badRecord(seg *segment, b []byte, p int64, newest bool, err error) (int64, bool) {
-	next := p + headerLen
-	if l, lerr := recordLen(b[p:], s.opts.recordLimit()); lerr == nil {
-		next = p + int64(l) // the length is plausible: the body is damaged
-	}
-	after := b[min(next, int64(len(b))):]
-	if newest && allZero(after) {
-		s.tornTails++
-		s.opts.logger.Warn("queue_storage: dropped a torn record at the tail of the newest segment (a crash while writing it; it was never acknowledged)",
-			zap.String("segment", seg.path), zap.Int64("offset", p), zap.Error(err))
-		// Erase its header so the next recovery reads the end of data here.
-		if !s.readOnly {
-			_, _ = seg.f.WriteAt(make([]byte, headerLen), p)
-		}
-		return p, false
-	}
-	s.corruptSegments++
-	if _, _, derr := decodeRecord(after, s.opts.recordLimit()); next > p+headerLen && derr == nil {
-		s.opts.logger.Error("queue_storage: segment is corrupted; one record (one batch) is lost, the records after it and every other segment are recovered",
-			zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_lost", next-p), zap.Error(err))
-		return next, true
-	}
-	s.opts.logger.Error("queue_storage: segment is corrupted; the records after this offset in it are lost, every other segment is recovered",
-		zap.String("segment", seg.path), zap.Int64("offset", p), zap.Int64("bytes_skipped", int64(len(b))-p), zap.Error(err))
-	// Nothing more is written into it: what follows the damage stays as it is.
-	return int64(len(b)), false
-}
-
-// apply makes o (found in seg at record offset recOff) the latest state of its
-// key. With cache, a copy of o.value may be kept in memory: the caller may
-// reuse its buffer once Set returns, as it may with file_storage.
-func (s *store) apply(seg *segment, recOff int64, o op, cache bool) {
-	old, existed := s.index[o.key]
-	s.countKey(o, existed)
-	if existed {
-		old.seg.live--
-		s.liveBytes -= int64(old.n + len(o.key))
-		if old.val != nil {
-			s.opts.cache.release(old.n)
-		}
-		delete(s.index, o.key)
-		if o.typ == opDelete && cache {
-			s.addGhost(old)
-		}
-	}
-	if o.typ == opLink {
-		s.applyLink(o)
-		return
-	}
-	if o.typ != opSet {
-		return
-	}
-	e := entry{seg: seg, off: recOff + int64(o.valueOff), n: len(o.value)}
-	if cache && s.opts.cache.take(e.n) {
-		// append, not make+copy: the runtime skips zeroing what it copies over.
-		e.val = append([]byte(nil), o.value...)
-	}
-	seg.live++
-	s.liveBytes += int64(e.n + len(o.key))
-	s.index[o.key] = e
-}
-
-// roll starts a new segment big enough for a record of need bytes, the
-// reserve and the drain once that record is written.
-func (s *store) roll(need, drain int64) error {
-	var id uint64 = 1
-	if len(s.segs) > 0 {
-		id = s.segs[len(s.segs)-1].id + 1
-	}
-	size := s.segmentFor(need, drain)
-	path := filepath.Join(s.dir, segName(id))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("queue_storage: creating segment: %w", err)
-	}
-	// Allocate the whole segment now: writes inside it cannot then fail for
-	// lack of space, and the reserve at its end stays usable on a full volume.
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
-		if errors.Is(err, syscall.EOPNOTSUPP) {
-			err = f.Truncate(size)
-		}
-		if err != nil {
-			f.Close()
-			os.Remove(path)
-			if errors.Is(err, syscall.ENOSPC) {
-				return fmt.Errorf("%w: no room for a %d-byte segment in %s: %w", ErrVolumeFull, size, s.dir, err)
-			}
-			return fmt.Errorf("queue_storage: allocating %s: %w", path, err)
-		}
-	}
-	if s.opts.fsync {
-		if err := s.dirsync(); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if len(s.segs) > 0 {
-		releaseTail(s.segs[len(s.segs)-1])
-	}
-	s.segs = append(s.segs, &segment{id: id, path: path, f: f, size: size, dataEnd: max(s.opts.segmentSize-s.opts.reserve, need)})
-	return nil
-}
-
-func (s *store) value(e entry) ([]byte, error) {
-	if e.val != nil {
-		return e.val, nil
-	}
-	v := make([]byte, e.n)
-	if _, err := e.seg.f.ReadAt(v, e.off); err != nil {
-		return nil, fmt.Errorf("queue_storage: reading %d bytes at %d of %s: %w", e.n, e.off, e.seg.path, err)
-	}
-	return v, nil
-}
-
-// write appends one record holding ops and applies it. A record that adds a
-// key may use neither the reserve nor the drain at the end of the segment.
-func (s *store) write(ops []op, addsKey bool) error {
-	parts, total, offs, err := recordParts(ops, s.opts.recordLimit())
-	if err != nil {
-		return err
-	}
-	for i := range ops {
-		ops[i].valueOff = offs[i]
-	}
-	need := int64(total)
-	seg := s.segs[len(s.segs)-1]
-	drain := s.drain(s.addedKeys(ops))
-	if addsKey && seg.end+need <= seg.dataEnd && seg.end+need+s.opts.reserve+drain > seg.size {
-		if err := s.grow(seg, seg.end+need+s.opts.reserve+drain); err != nil {
-			return err
-		}
-	}
-	limit := seg.size
-	if addsKey {
-		limit = min(seg.dataEnd, seg.size-s.opts.reserve-drain)
-	}
-	if seg.end+need > limit {
-		if err := s.roll(need, drain); err != nil {
-			if !errors.Is(err, ErrVolumeFull) || addsKey || seg.end+need > seg.size {
-				return err
-			}
-			// No room for a new segment: an update or delete may use the reserve.
-		} else {
-			seg = s.segs[len(s.segs)-1]
-		}
-	}
-	if err := pwriteAll(seg.f, parts, seg.end); err != nil {
-		// Erase what may have been written so recovery reads the end of data here.
-		_, _ = seg.f.WriteAt(make([]byte, headerLen), seg.end)
-		if errors.Is(err, syscall.ENOSPC) {
-			err = fmt.Errorf("%w: %w", ErrVolumeFull, err)
-		}
-		return fmt.Errorf("queue_storage: writing %s: %w", seg.path, err)
-	}
-	if s.opts.fsync {
-		if err := s.datasync(seg.f); err != nil {
-			return s.unwrite(seg, need, fmt.Errorf("queue_storage: fsync %s: %w", seg.path, err))
-		}
-	}
-	for _, o := range ops {
-		s.apply(seg, seg.end, o, true)
-	}
-	seg.end += need
-	return nil
-}
-
-// unwrite erases the record of need bytes just written at the end of seg,
-// whose fdatasync failed, so the next start does not apply a batch the caller
-// was told failed. If the erasure cannot be made durable either, what the disk
-// holds is unknown: the store takes no more writes (a restart recovers it).
-func (s *store) unwrite(seg *segment, need int64, cause error) error {
-	_, err := seg.f.WriteAt(make([]byte, need), seg.end)
-	if err == nil {
-		err = s.datasync(seg.f)
-	}
-	if err != nil {
-		s.broken = fmt.Errorf("%w; erasing that record failed too (%w): the store takes no more writes until a restart", cause, err)
-		return s.broken
-	}
-	return cause
-}
-
-// pwriteAll writes parts back to back at off with as few syscalls as the
-// kernel allows (one, unless it writes short or there are more than IOV_MAX).
-func pwriteAll(f *os.File, parts [][]byte, off int64) error {
-	const iovMax = 1024
-	for len(parts) > 0 {
-		batch := parts[:min(len(parts), iovMax)]
-		n, err := unix.Pwritev(int(f.Fd()), batch, off)
-		if err != nil {
-			return err
-		}
-		off += int64(n)
-		for n > 0 && len(parts) > 0 {
-			if n >= len(parts[0]) {
-				n -= len(parts[0])
-				parts = parts[1:]
-				continue
-			}
-			parts[0] = parts[0][n:]
-			n = 0
-		}
-		for len(parts) > 0 && len(parts[0]) == 0 {
-			parts = parts[1:]
-		}
-	}
-	return nil
 }
 
 // Batch applies the writes of ops as one record, atomically, and serves the
@@ -474,7 +184,9 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 			if _, ok := s.index[o.Key]; !ok {
 				addsKey = true
 			}
-			writes = append(writes, op{typ: opSet, key: o.Key, value: o.Value})
+			// Claimed here, before anything can fail, so that a given value
+			// never waits in the registry.
+			writes = append(writes, op{typ: opSet, key: o.Key, value: o.Value, owned: s.opts.handoff.Claim(o.Value)})
 		case storage.Delete:
 			writes = append(writes, op{typ: opDelete, key: o.Key})
 		default:
@@ -565,7 +277,7 @@ func (s *store) closeFiles() error {
 }
 
 // Inspect reads the store of one client directory (exporter_otlp_http_default_logs,
-// processor_durable_queue_default_logs, ...) and returns the size of every
+// exporter_otlp_http_wire_default_metrics, ...) and returns the size of every
 // live value by key. It takes no lock and writes nothing: it is for tools and
 // tests that look at a volume no process is using.
 func Inspect(dir string) (map[string]int, error) {
@@ -586,16 +298,4 @@ func (s *store) usage() (live, disk int64, segments int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.liveBytes, s.diskBytes(), len(s.segs)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("queue_storage: fsync %s: %w", dir, err)
-	}
-	return nil
 }

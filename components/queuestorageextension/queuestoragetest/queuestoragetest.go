@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package queuestoragetest starts a real queue_storage extension for the tests
-// of the components that queue on it (otlp_http_wire, durable_queue): their
-// durability is only shown against the real store.
+// of the components that queue on it (otlp_http_wire): their durability is
+// only shown against the real store.
 package queuestoragetest // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 
 import (
