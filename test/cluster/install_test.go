@@ -46,6 +46,16 @@ func writeFile(t *testing.T, path string, b []byte) {
 	}
 }
 
+// repoRel is the repository path elem as a kustomization in dir names it.
+func repoRel(t *testing.T, dir string, elem ...string) string {
+	t.Helper()
+	rel, err := filepath.Rel(dir, filepath.Join(append([]string{repoRoot}, elem...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
 func newPKI(t *testing.T) *pki {
 	// Outlives the first test: every test of the package uses these files.
 	dir, err := os.MkdirTemp("", "otelcol-relay-cluster-pki-")
@@ -125,14 +135,8 @@ func install(t *testing.T) *pki {
 		block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
 		sh(t, installPKI.dir, []string{"TOKEN=cluster-test-token"}, block)
 		overlay := t.TempDir()
-		base, err := filepath.Rel(overlay, filepath.Join(repoRoot, "test", "cluster", "overlays", "aks"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mtls, err := filepath.Rel(overlay, filepath.Join(repoRoot, "deploy", "components", "backend-default-mtls"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		base := repoRel(t, overlay, "test", "cluster", "overlays", "aks")
+		mtls := repoRel(t, overlay, "deploy", "components", "backend-default-mtls")
 		writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -270,7 +274,7 @@ func getPods(t *testing.T, ns string) podList {
 // CPU utilization from metrics-server.
 func TestInstallAsReadme(t *testing.T) {
 	install(t)
-	want := map[string]bool{"otelcol-relay-0": true, "otelcol-relay-1": true, "otelcol-relay-federation-0": true}
+	want := map[string]bool{"otelcol-relay-0": true, "otelcol-relay-1": true}
 	agent := regexp.MustCompile(`^otelcol-relay-agent-[a-z0-9]{5}$`)
 	eventually(t, "every pod of "+relayNS+" Ready", readyBudget, func() string {
 		pl := getPods(t, relayNS)
@@ -312,7 +316,7 @@ func TestInstallAsReadme(t *testing.T) {
 		}
 	}
 	pvcs := mustKubectl(t, "", "-n", relayNS, "get", "pvc", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.phase}{"\n"}{end}`)
-	for _, n := range []string{"queue-otelcol-relay-0", "queue-otelcol-relay-1", "queue-otelcol-relay-federation-0"} {
+	for _, n := range []string{"queue-otelcol-relay-0", "queue-otelcol-relay-1"} {
 		if !strings.Contains(pvcs, n+"=Bound\n") {
 			t.Errorf("PVC %s not Bound: %q", n, pvcs)
 		}

@@ -75,12 +75,7 @@ exporters:
     retry_on_failure: {enabled: false}
 service:
   extensions: [file_storage, certwatch/default, admission]
-  telemetry:
-    metrics:
-      level: normal
-      readers:
-        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
-  pipelines:
+` + selfMetricsTelemetry + `  pipelines:
     logs: {receivers: [otlp_http_pooled], exporters: [otlp_http/default]}
     metrics: {receivers: [otlp_http_pooled], processors: [federation_types], exporters: [otlp_http/default]}
     traces: {receivers: [otlp_http_pooled], exporters: [otlp_http/default]}

@@ -43,12 +43,7 @@ exporters:
     retry_on_failure: {enabled: true, initial_interval: 100ms, max_interval: 1s, max_elapsed_time: 0}
 service:
   extensions: [certwatch/backend]
-  telemetry:
-    metrics:
-      level: normal
-      readers:
-        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
-  pipelines:
+` + selfMetricsTelemetry + `  pipelines:
     logs: {receivers: [otlp_http_pooled], exporters: [%[1]s/backend]}
 `
 

@@ -17,15 +17,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestKubeDeployApply applies every overlay to a real API server twice: the first
-// apply creates everything, the second changes nothing (no resourceVersion moves,
-// and `kubectl diff --server-side` finds no difference).
+// TestKubeDeployApply applies every overlay (and base with federation over plain
+// http) to a real API server twice: the first apply creates everything, the second
+// changes nothing (no resourceVersion moves, and `kubectl diff --server-side` finds
+// no difference).
 func TestKubeDeployApply(t *testing.T) {
 	k := e2e.StartKube(t)
 	installServiceMonitorCRD(t, k)
 
+	// Every overlay, and federation over plain http before tigera's (the objects
+	// share names: the last apply is what the checks below read).
+	dirs := map[string]string{"plain-http federation": federationOverlay(t, "federation-plain-http")}
+	order := []string{"aks", "plain-http federation", "tigera", "example-backend"}
 	for _, o := range overlays {
-		dir := deployDir("overlays", o)
+		dirs[o] = deployDir("overlays", o)
+	}
+	for _, o := range order {
+		dir := dirs[o]
 		out := k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
 		t.Logf("%s: first apply:\n%s", o, out)
 		before := resourceVersions(t, k, dir)
@@ -80,7 +88,7 @@ func TestKubeDeployApply(t *testing.T) {
 			t.Errorf("%s: %d PodDisruptionBudgets, want the relay's and federation's", ns, len(pdbs.Items))
 		}
 	}
-	checkFederationToken(t, "base federation", fed)
+	checkFederationToken(t, "tigera federation", fed)
 	agentSvc, err := k.Client.CoreV1().Services("otelcol-relay").Get(context.Background(), "otelcol-relay-agent", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,12 +2,11 @@
 
 package e2e_test
 
-// Proofs for the two workloads of deploy/base: the relay (OTLP intake, scaled by an
-// HPA, drained on scale-down) and federation (one pod per shard), as every overlay
-// renders them, and the upgrade from the single gateway without losing its queue.
+// Proofs for the relay (OTLP intake, scaled by an HPA, drained on scale-down) and
+// federation (one pod per shard, where an overlay adds it), as every overlay renders
+// them. The upgrade from the single gateway is in deploy_upgrade_test.go.
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,7 +80,9 @@ func selects(sel *metav1.LabelSelector, podLabels map[string]string) bool {
 var shardVar = regexp.MustCompile(`^RELAY_FEDERATION_MATCH_(\d+)$`)
 
 // TestDeployRelayAndFederation checks, in every overlay as kustomize renders it
-// (and base with the federation-shards component), what the two workloads must be:
+// (and base with the federation component, sharded, over plain http, with the
+// default backend's mutual TLS), what the two workloads must be; federation only
+// in the overlays that add it (tigera), never in base, aks or example-backend:
 //   - relay: the StatefulSet an autoscaling/v2 HPA scales (minReplicas 2, a slow
 //     scale-down), no replicas in the manifest (the HPA owns them), a CPU request
 //     the utilization target can mean something against, PVCs retained on
@@ -92,9 +93,15 @@ var shardVar = regexp.MustCompile(`^RELAY_FEDERATION_MATCH_(\d+)$`)
 //     a config with only the prometheus receiver, pods no relay selector (the
 //     StatefulSet's, the Services', the PDB's) picks up.
 func TestDeployRelayAndFederation(t *testing.T) {
-	dirs := map[string]string{"sharded": shardedOverlay(t)}
+	dirs := federationOverlays(t)
+	withFederation := map[string]bool{}
+	for name := range dirs {
+		withFederation[name] = true
+	}
 	for _, o := range append([]string{"../base"}, overlays...) {
-		dirs[o] = deployDir("overlays", o)
+		if _, ok := dirs[o]; !ok {
+			dirs[o] = deployDir("overlays", o)
+		}
 	}
 	for name, dir := range dirs {
 		t.Run(filepath.Base(name), func(t *testing.T) {
@@ -112,6 +119,19 @@ func TestDeployRelayAndFederation(t *testing.T) {
 				case s.Spec.Template.Labels["app.kubernetes.io/component"] == "federation":
 					federation = s
 				}
+			}
+			if !withFederation[name] {
+				if relay == nil || federation != nil || len(r.statefulSets) != 1 {
+					t.Fatalf("want the HPA's relay StatefulSet only (federation is a component this overlay does not add); HPA targets %+v, StatefulSets %d", hpa.Spec.ScaleTargetRef, len(r.statefulSets))
+				}
+				checkRelay(t, r, relay)
+				checkHPA(t, hpa)
+				for _, cm := range r.configMaps {
+					if strings.HasPrefix(cm.Name, "otelcol-relay-federation") {
+						t.Errorf("ConfigMap %s without the federation StatefulSet", cm.Name)
+					}
+				}
+				return
 			}
 			if relay == nil || federation == nil || len(r.statefulSets) != 2 {
 				t.Fatalf("want the HPA's relay StatefulSet and a federation one; HPA targets %+v, StatefulSets %d", hpa.Spec.ScaleTargetRef, len(r.statefulSets))
@@ -262,98 +282,53 @@ func checkFederation(t *testing.T, r rendered, s *appsv1.StatefulSet) {
 	if len(s.Spec.VolumeClaimTemplates) != 1 {
 		t.Errorf("federation: %d volumeClaimTemplates, want its persistent queue's", len(s.Spec.VolumeClaimTemplates))
 	}
+	if p := spec.Containers[0].StartupProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != "health" {
+		t.Errorf("federation startupProbe %+v, want httpGet on the health port (a restart on a full queue outlasts the liveness probe)", p)
+	}
+	checkMountsAreRead(t, "federation", s)
 }
 
-// TestKubeDeployUpgrade installs the single gateway as it was released (deploy/base
-// before the split, rendered into testdata), gives its pod 0 the queue PVC the
-// StatefulSet controller would create, then applies today's deploy/base over it
-// on the same real API server. The relay is the same StatefulSet object (updated
-// in place: none of its immutable fields moved), its pod 0 claims that same PVC,
-// federation claims another one, and from then on the HPA's replica count
-// survives every apply.
-func TestKubeDeployUpgrade(t *testing.T) {
-	k := e2e.StartKube(t)
-	ctx := context.Background()
-	const ns = "otelcol-relay"
-	k.MustKubectl(t, "apply", "--server-side", "-f", filepath.Join(e2e.RepoRoot(), "test", "e2e", "testdata", "single-gateway-base.yaml"))
-	sts := k.Client.AppsV1().StatefulSets(ns)
-	old, err := sts.Get(ctx, "otelcol-relay", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+// checkMountsAreRead: every volume the workload's container mounts is read, named
+// by a file variable of its environment (or the config's folder in its args, or its
+// queue claim), and every file variable lies in a mount. A mount nothing reads is a
+// Secret or ConfigMap the user must create for nothing, and the pod does not start
+// without it.
+func checkMountsAreRead(t *testing.T, name string, s *appsv1.StatefulSet) {
+	t.Helper()
+	c := s.Spec.Template.Spec.Containers[0]
+	claims := map[string]bool{}
+	for _, v := range s.Spec.VolumeClaimTemplates {
+		claims[v.Name] = true
 	}
-	// No controller-manager runs: create pod 0's claim the way the StatefulSet
-	// controller does, <template>-<statefulset>-<ordinal>, from the template and
-	// labelled with the selector.
-	tmpl := old.Spec.VolumeClaimTemplates[0]
-	pvcLabels := map[string]string{}
-	for k, v := range tmpl.Labels {
-		pvcLabels[k] = v
+	read := func(dir string) bool {
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Value, dir+"/") {
+				return true
+			}
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(strings.TrimPrefix(a, "--config="), dir+"/") {
+				return true
+			}
+		}
+		return false
 	}
-	for k, v := range old.Spec.Selector.MatchLabels {
-		pvcLabels[k] = v
-	}
-	backlog, err := k.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-0", tmpl.Name, old.Name), Labels: pvcLabels},
-		Spec:       tmpl.Spec,
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("the single gateway's queue: PVC %s (uid %s)", backlog.Name, backlog.UID)
-
-	out := k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("base"))
-	t.Logf("upgrade:\n%s", out)
-	relay, err := sts.Get(ctx, "otelcol-relay", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if relay.UID != old.UID || relay.Generation == old.Generation {
-		t.Errorf("relay StatefulSet uid %s generation %d, want the gateway's object (uid %s) updated in place (generation > %d)", relay.UID, relay.Generation, old.UID, old.Generation)
-	}
-	claim := fmt.Sprintf("%s-%s-0", relay.Spec.VolumeClaimTemplates[0].Name, relay.Name)
-	if claim != backlog.Name {
-		t.Fatalf("relay pod 0 claims %s, the old gateway's queue is %s", claim, backlog.Name)
-	}
-	got, err := k.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
-	if err != nil || got.UID != backlog.UID {
-		t.Fatalf("PVC %s after the upgrade: %v (uid %v, want %s)", claim, err, got.UID, backlog.UID)
-	}
-	if !selects(relay.Spec.Selector, got.Labels) {
-		t.Errorf("the relay's selector %v does not select the kept PVC's labels %v", relay.Spec.Selector, got.Labels)
-	}
-	fed, err := sts.Get(ctx, "otelcol-relay-federation", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := fmt.Sprintf("%s-%s-0", fed.Spec.VolumeClaimTemplates[0].Name, fed.Name); c == backlog.Name {
-		t.Errorf("federation pod 0 would claim the relay's queue %s", c)
-	}
-	for _, e := range relay.Spec.Template.Spec.Containers[0].Env {
-		if strings.HasPrefix(e.Name, "RELAY_FEDERATION_") {
-			t.Errorf("relay pods still get %s after the upgrade", e.Name)
+	for _, m := range c.VolumeMounts {
+		if !claims[m.Name] && !read(m.MountPath) {
+			t.Errorf("%s mounts volume %s at %s, but no file variable or --config reads from it", name, m.Name, m.MountPath)
 		}
 	}
-	// The old manifest's replicas: 1 was the applier's; today's manifest has none,
-	// so the field falls back to its default instead of staying pinned.
-	if r := relay.Spec.Replicas; r == nil || *r != 1 {
-		t.Errorf("relay replicas after the upgrade = %v, want the default 1 until the HPA scales", r)
-	}
-
-	// The HPA scales through the scale subresource; a later apply must not undo it.
-	scale, err := sts.GetScale(ctx, "otelcol-relay", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 3
-	if _, err := sts.UpdateScale(ctx, "otelcol-relay", scale, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"}); err != nil {
-		t.Fatal(err)
-	}
-	k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("base"))
-	if relay, err = sts.Get(ctx, "otelcol-relay", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if r := relay.Spec.Replicas; r == nil || *r != 3 {
-		t.Errorf("relay replicas after re-applying the manifests = %v, want the HPA's 3", r)
+	for _, e := range c.Env {
+		if !strings.HasPrefix(e.Value, "/") {
+			continue
+		}
+		in := false
+		for _, m := range c.VolumeMounts {
+			in = in || strings.HasPrefix(e.Value, m.MountPath+"/")
+		}
+		if !in {
+			t.Errorf("%s: %s=%s is in no mounted volume", name, e.Name, e.Value)
+		}
 	}
 }
 

@@ -97,11 +97,35 @@ func mustUnmarshal(t *testing.T, doc string, v any) {
 	}
 }
 
-// shardedOverlay is deploy/base with deploy/components/federation-shards, the way
-// a user's overlay includes it.
+// federationOverlay is deploy/base with deploy/components/federation and then the
+// given components, the way a user's overlay that federates includes them.
+func federationOverlay(t *testing.T, components ...string) string {
+	t.Helper()
+	with := []string{deployDir("components", "federation")}
+	for _, c := range components {
+		with = append(with, deployDir("components", c))
+	}
+	return overlayOf(t, []string{deployDir("base")}, with...)
+}
+
+// shardedOverlay is federationOverlay with deploy/components/federation-shards.
 func shardedOverlay(t *testing.T) string {
 	t.Helper()
-	return overlayOf(t, []string{deployDir("base")}, deployDir("components", "federation-shards"))
+	return federationOverlay(t, "federation-shards")
+}
+
+// federationOverlays are the overlays that run federation: tigera's, and base with
+// the federation component as shipped, sharded, over plain http, and with the
+// default backend's mutual TLS.
+func federationOverlays(t *testing.T) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"tigera":          deployDir("overlays", "tigera"),
+		"federation":      federationOverlay(t),
+		"sharded":         shardedOverlay(t),
+		"plain-http":      federationOverlay(t, "federation-plain-http"),
+		"federation-mtls": federationOverlay(t, "backend-default-mtls"),
+	}
 }
 
 // overlayOf writes a kustomization of resources and components, the way a user's

@@ -48,12 +48,13 @@ type scrapeTarget struct {
 }
 
 // TestDeployMonitoringCoversRelayAndFederation: with deploy/components/servicemonitor
-// (the platform overlay), both workloads' :8888 are scraped, each by exactly one
+// (the platform overlay, with the federation component), both workloads' :8888 are scraped, each by exactly one
 // monitor, Prometheus may reach them through the NetworkPolicies, and every alert
 // of deploy/components/alerts selects the job labels the scrapes produce. Before,
 // only the relay's Service was scraped, so the federation alerts saw no data.
 func TestDeployMonitoringCoversRelayAndFederation(t *testing.T) {
-	dir := deployDir("overlays", "platform")
+	// The platform overlay federating (it does not as shipped).
+	dir := overlayOf(t, []string{deployDir("overlays", "platform")}, deployDir("components", "federation"))
 	out, err := execOutput("kubectl", "kustomize", dir)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", dir, err, out)

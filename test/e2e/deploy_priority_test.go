@@ -44,7 +44,7 @@ func TestKubePriorityClassComponent(t *testing.T) {
 		t.Errorf("without the component the agent's pod has priority %d, want the default 0", p)
 	}
 
-	with := overlayOf(t, []string{deployDir("base"), deployDir("agent")}, deployDir("components", "priority-class"))
+	with := overlayOf(t, []string{deployDir("base"), deployDir("agent")}, deployDir("components", "federation"), deployDir("components", "priority-class"))
 	k.MustKubectl(t, "apply", "--server-side", "-k", with)
 	for _, name := range []string{"otelcol-relay", "otelcol-relay-federation"} {
 		sts, err := k.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})

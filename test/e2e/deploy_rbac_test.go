@@ -27,6 +27,8 @@ func TestKubeDeployRBAC(t *testing.T) {
 		}
 		k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("overlays", o))
 	}
+	// Federation's ServiceAccount: the component as an overlay adds it.
+	k.MustKubectl(t, "apply", "--server-side", "-k", federationOverlay(t))
 
 	// Only what the informers k8s_attributes starts need: pods, list and watch.
 	informers := []string{"list", "watch"}

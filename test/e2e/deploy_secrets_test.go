@@ -26,6 +26,9 @@ const secretModeMax = 0o440
 func TestDeploySecretVolumesAreGroupReadOnly(t *testing.T) {
 	dirs := []string{deployDir("base"), deployDir("agent"), deployDir("fluent-bit"), deployDir("overlays", "platform"),
 		overlayOf(t, []string{deployDir("base")}, deployDir("components", "backend-default-mtls"))}
+	for _, d := range federationOverlays(t) {
+		dirs = append(dirs, d)
+	}
 	for _, o := range overlays {
 		dirs = append(dirs, deployDir("overlays", o))
 	}
@@ -87,12 +90,14 @@ func secretVolumeMode(v corev1.Volume) (*int32, bool) {
 // Prometheus is its own short-lived projected one, also where the config's
 // default path is used.
 func TestDeployFederationHasNoAPIToken(t *testing.T) {
-	for _, o := range append([]string{"../base", "platform"}, overlays...) {
-		r := kustomize(t, deployDir("overlays", o))
+	fed, seen := federationOverlays(t), 0
+	for o, dir := range fed {
+		r := kustomize(t, dir)
 		for _, s := range r.statefulSets {
 			if s.Name != "otelcol-relay-federation" {
 				continue
 			}
+			seen++
 			spec := s.Spec.Template.Spec
 			if a := spec.AutomountServiceAccountToken; a == nil || *a {
 				t.Errorf("%s: %s automounts the ServiceAccount's API token (automountServiceAccountToken: %v); it uses no Kubernetes API", o, s.Name, a)
@@ -106,14 +111,15 @@ func TestDeployFederationHasNoAPIToken(t *testing.T) {
 			}
 		}
 	}
-	cfg := readConfig(t, deployDir("base", "federation.yaml"))
-	for _, want := range []string{
-		"credentials_file: ${env:RELAY_FEDERATION_TOKEN_FILE:-/var/run/secrets/otelcol-relay/federation/token}",
-		"bearer_token_file: ${env:RELAY_FEDERATION_TOKEN_FILE:-/var/run/secrets/otelcol-relay/federation/token}",
-	} {
-		if !containsLine(cfg, want) {
-			t.Errorf("federation.yaml has no line %q: without RELAY_FEDERATION_TOKEN_FILE it would send another token", want)
-		}
+	if seen != len(fed) {
+		t.Errorf("%d federation StatefulSets in the %d overlays that add federation", seen, len(fed))
+	}
+	// The scrape's and federation_types' token, both with the projected token as
+	// the default.
+	cfg := readConfig(t, deployDir("components", "federation", "federation.yaml"))
+	const want = "bearer_token_file: ${env:RELAY_FEDERATION_TOKEN_FILE:-/var/run/secrets/otelcol-relay/federation/token}"
+	if n := strings.Count(cfg, want); n != 2 {
+		t.Errorf("federation.yaml has %d lines %q, want 2 (scrape and federation_types): without RELAY_FEDERATION_TOKEN_FILE one would send another token", n, want)
 	}
 }
 

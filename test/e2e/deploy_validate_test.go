@@ -27,7 +27,9 @@ func TestDeployConfigsValidate(t *testing.T) {
 	for _, o := range append([]string{"../base", "../agent"}, overlays...) {
 		validateOverlay(t, deployDir("overlays", o))
 	}
-	validateOverlay(t, shardedOverlay(t))
+	for _, dir := range federationOverlays(t) {
+		validateOverlay(t, dir)
+	}
 }
 
 func validateOverlay(t *testing.T, dir string) {

@@ -141,7 +141,7 @@ func TestFederationCapacity(t *testing.T) {
 	// set from the full measurement (deploy/README.md): logged against it here.
 	const capacitySeries, capacityInterval = 300000, 30 * time.Second
 	need := perSeries * capacitySeries / capacityInterval.Seconds()
-	sts := statefulSetOf(t, kustomize(t, deployDir("base")), "federation")
+	sts := statefulSetOf(t, kustomize(t, federationOverlay(t)), "federation")
 	req := sts.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().AsApproximateFloat64()
 	t.Logf("at %d series every %s: %.3f cores on average, one scrape %.1f CPU-s; the manifest requests %.3f cores",
 		capacitySeries, capacityInterval, need, perSeries*capacitySeries, req)

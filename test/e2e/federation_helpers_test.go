@@ -3,7 +3,7 @@
 package e2e_test
 
 // Helpers the federation tests share: the files the federation StatefulSet
-// mounts, and its gateway on shard 0 of deploy/base.
+// mounts, and its gateway on shard 0 of deploy/components/federation.
 
 import (
 	"path/filepath"
@@ -54,7 +54,7 @@ func (f inClusterFiles) federationEnv(target string) []string {
 	}
 }
 
-// newFederationGateway is the federation StatefulSet's environment (deploy/base,
+// newFederationGateway is the federation StatefulSet's environment (deploy/components/federation,
 // shard 0) federating from target, exporting with mutual TLS to a TLS sink;
 // env comes last and so wins.
 func newFederationGateway(t *testing.T, f inClusterFiles, target string, env ...string) (*e2e.Sink, *e2e.Gateway) {
@@ -65,7 +65,7 @@ func newFederationGateway(t *testing.T, f inClusterFiles, target string, env ...
 		BackendURL: "https://" + sink.HTTPAddr,
 		Backend:    backend,
 		Receiver:   e2e.NewReceiverTLS(t),
-		Env:        append(append(shardEnv(t, deployDir("base"), 0), f.federationEnv(target)...), env...),
+		Env:        append(append(shardEnv(t, federationOverlay(t), 0), f.federationEnv(target)...), env...),
 	})
 	return sink, gw
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // federationRig is config/federation.yaml with the federation StatefulSet's
-// environment (deploy/base, shard 0) scraping a real Prometheus, exporting to a
+// environment (deploy/components/federation, shard 0) scraping a real Prometheus, exporting to a
 // TLS sink; its queue directory stays across restarts like the pod's PVC.
 type federationRig struct {
 	prom     *e2e.Prometheus
@@ -94,12 +94,7 @@ func (f *federationRig) acceptedPoints() float64 {
 }
 
 func (f *federationRig) metricsQueueBytes() float64 {
-	m, err := e2e.ScrapeSelfMetrics(f.gw.MetricsAddr)
-	if err != nil {
-		return -1
-	}
-	v, _ := m.Sum("otelcol_exporter_queue_size", map[string]string{"data_type": "metrics"})
-	return v
+	return metricsQueueBytes(f.gw.MetricsAddr)
 }
 
 // TestFederationPodKilled (issue 14, bad case): the federation pod is killed

@@ -21,7 +21,7 @@ import (
 )
 
 // TestFederationShardsThroughRealPrometheus runs two federation shards the way
-// deploy/base with deploy/components/federation-shards deploys them (config/
+// deploy/components/federation with deploy/components/federation-shards deploys them (config/
 // federation.yaml, pod index 0 and 1, the component's selectors), each to its own
 // backend, against one real Prometheus: the union of what the shards deliver is
 // every series /federate has, and no series arrives from both shards.

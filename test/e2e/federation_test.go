@@ -3,24 +3,16 @@
 package e2e_test
 
 import (
-	"bytes"
 	"fmt"
-	dto "github.com/prometheus/client_model/go"
-	"io"
 	"math"
-	"net"
-	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 )
 
 // federationConfig federates everything from a real Prometheus server the way
@@ -111,72 +103,6 @@ func startFederation(t *testing.T, target *e2e.DemoTarget, prom *e2e.Prometheus,
 		"T_METRICS_PORT=" + strconv.Itoa(port),
 	}})
 	return f
-}
-
-// found is one metric as the sink received it, with its resource.
-type found struct {
-	metric   pmetric.Metric
-	resource pcommon.Resource
-}
-
-// latest returns the most recently received metric called name whose points
-// match the attribute filter (nil matches all).
-func latest(s *e2e.Sink, name string) (found, bool) {
-	batches := s.Metrics()
-	for i := len(batches) - 1; i >= 0; i-- {
-		rms := batches[i].ResourceMetrics()
-		for j := rms.Len() - 1; j >= 0; j-- {
-			sms := rms.At(j).ScopeMetrics()
-			for k := range sms.Len() {
-				ms := sms.At(k).Metrics()
-				for l := range ms.Len() {
-					if ms.At(l).Name() == name {
-						return found{ms.At(l), rms.At(j).Resource()}, true
-					}
-				}
-			}
-		}
-	}
-	return found{}, false
-}
-
-// waitMetric waits until the sink has received name as a metric of type typ.
-func waitMetric(t *testing.T, s *e2e.Sink, name string, typ pmetric.MetricType, timeout time.Duration) found {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		f, ok := latest(s, name)
-		if ok && f.metric.Type() == typ {
-			return f
-		}
-		if time.Now().After(deadline) {
-			have := "never arrived"
-			if ok {
-				have = "arrived as " + f.metric.Type().String()
-			}
-			t.Fatalf("%s did not arrive as a %s within %s: %s", name, typ, timeout, have)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func attr(m pcommon.Map, k string) string {
-	v, ok := m.Get(k)
-	if !ok {
-		return ""
-	}
-	return v.AsString()
-}
-
-func numberPoint(t *testing.T, dps pmetric.NumberDataPointSlice, key, value string) pmetric.NumberDataPoint {
-	t.Helper()
-	for i := range dps.Len() {
-		if attr(dps.At(i).Attributes(), key) == value {
-			return dps.At(i)
-		}
-	}
-	t.Fatalf("no point with %s=%q", key, value)
-	return pmetric.NumberDataPoint{}
 }
 
 // TestFederationReceiverAloneYieldsGauges documents the problem the
@@ -337,145 +263,4 @@ func TestFederationCounterResetAdvancesStart(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// TestFederationMetadataDown points the processor at a port where nothing
-// listens: every series still arrives, as the gauges the receiver made, and the
-// failure is logged once per refresh with a reason.
-func TestFederationMetadataDown(t *testing.T) {
-	target, prom := startPrometheus(t)
-	f := startFederation(t, target, prom, "http://"+closedAddr(t))
-	for _, n := range []string{"demo_requests_total", "demo_request_duration_seconds_bucket",
-		"demo_response_size_bytes", "demo_temperature_celsius", "job:demo_queue_depth:sum"} {
-		waitMetric(t, f.sink, n, pmetric.MetricTypeGauge, 90*time.Second)
-	}
-	if err := f.relay.WaitForOutput("Metric metadata unavailable", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(f.relay.Output(), "connection refused") {
-		t.Errorf("the log does not say why the metadata is unavailable:\n%s", f.relay.Output())
-	}
-	m := scrapeSelf(t, f.metricsURL)
-	if v, _ := m.Sum("otelcol_processor_federation_types_metadata_refresh_failures", nil); v < 1 {
-		t.Errorf("refresh failures %v, want at least 1", v)
-	}
-}
-
-// closedAddr is a loopback address where nothing listens.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-// TestFederationBadMetadataResponses serves malformed and endless metadata:
-// each is refused with a clear error in the log, data still flows as gauges,
-// and the relay's memory stays bounded although the server offers gigabytes.
-func TestFederationBadMetadataResponses(t *testing.T) {
-	target, prom := startPrometheus(t)
-	cases := []struct {
-		name    string
-		handler http.HandlerFunc
-		want    string
-	}{
-		{"malformed", func(w http.ResponseWriter, _ *http.Request) {
-			_, _ = io.WriteString(w, `{"status":"success","data":{"demo_requests_total":[{"type":"coun`)
-		}, "malformed metadata response"},
-		{"huge", func(w http.ResponseWriter, _ *http.Request) {
-			_, _ = io.WriteString(w, `{"status":"success","data":{"demo_requests_total":[{"type":"counter","help":"`)
-			chunk := bytes.Repeat([]byte("x"), 256<<10)
-			for range (4 << 30) / len(chunk) { // 4 GiB unless the client hangs up
-				if _, err := w.Write(chunk); err != nil {
-					return
-				}
-			}
-		}, "exceeds max_response_size (1048576 bytes)"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bad := &http.Server{Handler: c.handler, ReadHeaderTimeout: 10 * time.Second}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			go func() { _ = bad.Serve(l) }()
-			t.Cleanup(func() { _ = bad.Close() })
-
-			f := startFederation(t, target, prom, "http://"+l.Addr().String())
-			waitMetric(t, f.sink, "demo_requests_total", pmetric.MetricTypeGauge, 90*time.Second)
-			if err := f.relay.WaitForOutput(c.want, 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
-			// Several refreshes (every 2s) later, the relay has not grown.
-			time.Sleep(6 * time.Second)
-			st, err := e2e.ReadProc(f.relay.PID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if hwm := st.HWM; hwm > 400<<20 {
-				t.Errorf("relay peak RSS %d MiB while refusing bad metadata", hwm>>20)
-			}
-			if _, ok := latest(f.sink, "demo_request_duration_seconds"); ok {
-				t.Error("types were restored from metadata that was refused")
-			}
-		})
-	}
-}
-
-// scrapeSelf waits until the relay's own metrics include federation_types'
-// and returns them.
-func scrapeSelf(t *testing.T, url string) promtext.Families {
-	t.Helper()
-	var last promtext.Families
-	var err error
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		last, err = promtext.Get(url)
-		if err == nil && last.Dump("otelcol_processor_federation_types_") != "" {
-			return last
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("no federation_types self-metrics at %s (%v):\n%s", url, err, last.Dump("otelcol_"))
-	return nil
-}
-
-// histogramMatchesTarget checks that m is one cumulative Histogram point whose
-// bounds, per-bucket counts, count and sum are the demo target's own, and returns it.
-func histogramMatchesTarget(t *testing.T, m pmetric.Metric, want map[string]*dto.MetricFamily) pmetric.HistogramDataPoint {
-	t.Helper()
-	if m.Histogram().AggregationTemporality() != pmetric.AggregationTemporalityCumulative {
-		t.Errorf("histogram temporality %s", m.Histogram().AggregationTemporality())
-	}
-	if n := m.Histogram().DataPoints().Len(); n != 1 {
-		t.Fatalf("%d histogram points, want 1", n)
-	}
-	dp := m.Histogram().DataPoints().At(0)
-	th := want["demo_request_duration_seconds"].GetMetric()[0].GetHistogram()
-	var bounds []float64
-	var counts []uint64
-	var prev uint64
-	for _, b := range th.GetBucket() {
-		bounds = append(bounds, b.GetUpperBound())
-		counts = append(counts, b.GetCumulativeCount()-prev)
-		prev = b.GetCumulativeCount()
-	}
-	counts = append(counts, th.GetSampleCount()-prev)
-	if !slices.Equal(bounds, e2e.DemoHistogramBuckets) {
-		t.Fatalf("the target's own bounds %v differ from DemoHistogramBuckets %v", bounds, e2e.DemoHistogramBuckets)
-	}
-	if got := dp.ExplicitBounds().AsRaw(); !slices.Equal(got, bounds) {
-		t.Errorf("histogram bounds %v, target has %v", got, bounds)
-	}
-	if got := dp.BucketCounts().AsRaw(); !slices.Equal(got, counts) {
-		t.Errorf("histogram bucket counts %v, target has %v", got, counts)
-	}
-	if dp.Count() != th.GetSampleCount() || dp.Sum() != th.GetSampleSum() {
-		t.Errorf("histogram count %d sum %v, target has %d and %v", dp.Count(), dp.Sum(), th.GetSampleCount(), th.GetSampleSum())
-	}
-	return dp
 }

@@ -85,7 +85,7 @@ func (p *authProxy) counts() (allowed, refused map[string]int) {
 
 // TestFederationWorkloadThroughRealPrometheus runs config/federation.yaml,
 // unchanged and with the federation StatefulSet's arguments and shard selector
-// (deploy/base), against a real Prometheus server serving HTTPS behind an
+// (deploy/components/federation), against a real Prometheus server serving HTTPS behind an
 // authenticating proxy, and checks what reaches the default backend (mutual TLS):
 // the federated series with their names, labels, values and the types
 // federation_types restores, including a recording rule's series.
@@ -113,7 +113,7 @@ func TestFederationWorkloadThroughRealPrometheus(t *testing.T) {
 	proxy := newAuthProxy(t, testcerts.ServerTLS(t, files.server), prom.URL, prom.Client)
 
 	sink, gw := newFederationGateway(t, files, proxy.addr)
-	// The StatefulSet's args (deploy/base/federation-statefulset.yaml), with the
+	// The StatefulSet's args (deploy/components/federation/statefulset.yaml), with the
 	// ConfigMap's file replaced by the repository's.
 	args := []string{"--config=" + gatewayConfig("federation.yaml")}
 	col := e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: args, ReadyTimeout: 90 * time.Second})

@@ -64,7 +64,7 @@ func TestGatewayFederationTokenNeverFollowsARedirect(t *testing.T) {
 	testcerts.WriteFile(t, tokenFile, []byte(token))
 	backend := e2e.NewBackendTLS(t, "default")
 	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
-	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sink.HTTPAddr, Backend: backend, Env: append(shardEnv(t, deployDir("base"), 0),
+	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sink.HTTPAddr, Backend: backend, Env: append(shardEnv(t, federationOverlay(t), 0),
 		"RELAY_FEDERATION_TARGET="+tl.Addr().String(),
 		"RELAY_FEDERATION_CA_FILE="+caFile,
 		"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,

@@ -57,14 +57,16 @@ func TestGatewayHeaderOnlyDefaultBackend(t *testing.T) {
 	}
 }
 
-// TestDeployBackendDefaultMTLS: base/ mounts no file for the default backend (it
-// is header-only), and components/backend-default-mtls points certwatch/default at
-// the CA from ConfigMap otelcol-relay-backend-default and the keypair from Secret
+// TestDeployBackendDefaultMTLS: neither the relay (base/) nor federation
+// (components/federation) mounts a file for the default backend (it is
+// header-only), and components/backend-default-mtls, listed after federation,
+// points certwatch/default of both at the CA from ConfigMap
+// otelcol-relay-backend-default and the keypair from Secret
 // otelcol-relay-backend-default-tls, mounted as one whole directory.
 func TestDeployBackendDefaultMTLS(t *testing.T) {
-	relay := func(r rendered) (corev1.PodSpec, map[string]string) {
+	workload := func(r rendered, name string) (corev1.PodSpec, map[string]string) {
 		for _, s := range r.statefulSets {
-			if s.Name == "otelcol-relay" {
+			if s.Name == name {
 				env := map[string]string{}
 				for _, e := range s.Spec.Template.Spec.Containers[0].Env {
 					env[e.Name] = e.Value
@@ -72,38 +74,41 @@ func TestDeployBackendDefaultMTLS(t *testing.T) {
 				return s.Spec.Template.Spec, env
 			}
 		}
-		t.Fatal("no StatefulSet otelcol-relay")
+		t.Fatalf("no StatefulSet %s", name)
 		return corev1.PodSpec{}, nil
 	}
-	spec, env := relay(kustomize(t, deployDir("base")))
-	for _, v := range []string{"OTEL_EXPORTER_DEFAULT_CA_FILE", "OTEL_EXPORTER_DEFAULT_CERT_FILE", "OTEL_EXPORTER_DEFAULT_KEY_FILE"} {
-		if _, ok := env[v]; ok {
-			t.Errorf("base sets %s: the default backend would need a file", v)
+	headerOnly, mtls := kustomize(t, federationOverlay(t)), kustomize(t, federationOverlay(t, "backend-default-mtls"))
+	for _, name := range []string{"otelcol-relay", "otelcol-relay-federation"} {
+		spec, env := workload(headerOnly, name)
+		for _, v := range []string{"OTEL_EXPORTER_DEFAULT_CA_FILE", "OTEL_EXPORTER_DEFAULT_CERT_FILE", "OTEL_EXPORTER_DEFAULT_KEY_FILE"} {
+			if _, ok := env[v]; ok {
+				t.Errorf("%s sets %s: the default backend would need a file", name, v)
+			}
 		}
-	}
-	for _, ref := range podrefs.Of("otelcol-relay", spec) {
-		if ref.Name == "otelcol-relay-backend-default-tls" {
-			t.Errorf("base's relay reads Secret %s: a header-only backend has no client certificate", ref.Name)
+		for _, ref := range podrefs.Of(name, spec) {
+			if ref.Name == "otelcol-relay-backend-default-tls" {
+				t.Errorf("%s reads Secret %s: a header-only backend has no client certificate", name, ref.Name)
+			}
+			if ref.Name == "otelcol-relay-backend-default" && (len(ref.Keys) != 1 || ref.Keys[0] != "endpoint") {
+				t.Errorf("%s reads keys %v of ConfigMap %s, want only endpoint", name, ref.Keys, ref.Name)
+			}
 		}
-		if ref.Name == "otelcol-relay-backend-default" && (len(ref.Keys) != 1 || ref.Keys[0] != "endpoint") {
-			t.Errorf("base's relay reads keys %v of ConfigMap %s, want only endpoint", ref.Keys, ref.Name)
-		}
-	}
 
-	spec, env = relay(kustomize(t, overlayOf(t, []string{deployDir("base")}, deployDir("components", "backend-default-mtls"))))
-	c := spec.Containers[0]
-	for v, want := range map[string][2]string{
-		"OTEL_EXPORTER_DEFAULT_CA_FILE":   {"configMap", "otelcol-relay-backend-default"},
-		"OTEL_EXPORTER_DEFAULT_CERT_FILE": {"secret", "otelcol-relay-backend-default-tls"},
-		"OTEL_EXPORTER_DEFAULT_KEY_FILE":  {"secret", "otelcol-relay-backend-default-tls"},
-	} {
-		if env[v] == "" {
-			t.Errorf("with backend-default-mtls, %s is not set", v)
-			continue
-		}
-		vol, p := mountedVolume(t, spec, c, env[v])
-		if got := projectedFrom(vol, p); got != want {
-			t.Errorf("%s=%s comes from %v, want %v", v, env[v], got, want)
+		spec, env = workload(mtls, name)
+		c := spec.Containers[0]
+		for v, want := range map[string][2]string{
+			"OTEL_EXPORTER_DEFAULT_CA_FILE":   {"configMap", "otelcol-relay-backend-default"},
+			"OTEL_EXPORTER_DEFAULT_CERT_FILE": {"secret", "otelcol-relay-backend-default-tls"},
+			"OTEL_EXPORTER_DEFAULT_KEY_FILE":  {"secret", "otelcol-relay-backend-default-tls"},
+		} {
+			if env[v] == "" {
+				t.Errorf("%s with backend-default-mtls: %s is not set", name, v)
+				continue
+			}
+			vol, p := mountedVolume(t, spec, c, env[v])
+			if got := projectedFrom(vol, p); got != want {
+				t.Errorf("%s: %s=%s comes from %v, want %v", name, v, env[v], got, want)
+			}
 		}
 	}
 }

@@ -38,14 +38,7 @@ const startupQueueMiB = 256
 // scaled to 1 GiB, must fit the gateway's startupProbe budget (failureThreshold x
 // periodSeconds); nothing queued may be lost on the way.
 func TestStartupOnFullQueue(t *testing.T) {
-	queueMiB := startupQueueMiB
-	if v := os.Getenv("OTELCOL_RELAY_STARTUP_QUEUE_MIB"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 16 || n > 1400 {
-			t.Fatalf("OTELCOL_RELAY_STARTUP_QUEUE_MIB=%q: want MiB between 16 and 1400", v)
-		}
-		queueMiB = n
-	}
+	queueMiB := queueMiBFromEnv(t, "OTELCOL_RELAY_STARTUP_QUEUE_MIB", startupQueueMiB, 1400)
 	gw := e2e.NewGateway(t, e2e.GatewayOptions{
 		// The backend is down for the whole test: the queue only grows.
 		BackendURL: "https://" + e2e.FreeAddr(t),
@@ -135,11 +128,30 @@ func fillQueue(t *testing.T, url, dir string, want int64) {
 	}
 }
 
-// startupProbeBudget is how long the gateway's startupProbe lets the container
-// take to become healthy before the kubelet restarts it.
-func startupProbeBudget(t *testing.T) time.Duration {
+// queueMiBFromEnv is the queue size in MiB the variable name asks for (16 to
+// most), or def when it is unset.
+func queueMiBFromEnv(t *testing.T, name string, def, most int) int {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(e2e.RepoRoot(), "deploy", "base", "statefulset.yaml"))
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 16 || n > most {
+		t.Fatalf("%s=%q: want MiB between 16 and %d", name, v, most)
+	}
+	return n
+}
+
+// startupProbeBudget is how long the startupProbe of the StatefulSet in file
+// (under deploy/) lets the container take to become healthy before the kubelet
+// restarts it.
+func startupProbeBudget(t *testing.T, file ...string) time.Duration {
+	t.Helper()
+	if len(file) == 0 {
+		file = []string{"base", "statefulset.yaml"}
+	}
+	raw, err := os.ReadFile(deployDir(file...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +159,7 @@ func startupProbeBudget(t *testing.T) time.Duration {
 	mustUnmarshal(t, string(raw), &sts)
 	p := sts.Spec.Template.Spec.Containers[0].StartupProbe
 	if p == nil {
-		t.Fatal("deploy/base/statefulset.yaml has no startupProbe")
+		t.Fatalf("deploy/%s has no startupProbe", filepath.Join(file...))
 	}
 	return time.Duration(p.FailureThreshold*p.PeriodSeconds+p.InitialDelaySeconds) * time.Second
 }
