@@ -4,7 +4,7 @@
 // bodies into reused buffers. Upstream's otlp receiver (v0.165.0) reads every
 // body with io.ReadAll: for a 1,000-record fluent-bit chunk that is ~2.5 MB of
 // freshly zeroed chunks and a final copy per request, 14% of the relay's CPU at
-// saturation (bench/results). pdata copies every string and byte field out of
+// saturation (the bench's gateway-otlp variant). pdata copies every string and byte field out of
 // the body while unmarshalling, so the buffer goes back to the pool as soon as
 // the request is decoded. Everything a client sees (paths, status codes, error
 // bodies, Retry-After) is upstream's, checked by a differential test.
