@@ -33,7 +33,7 @@ HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 TEST_TIMEOUT ?= 60m
 
-.PHONY: print-image print-version build generate check-generate run test test-deps unit vet bench cross sbom image test-image clean
+.PHONY: print-image print-version release-check build generate check-generate run test test-deps unit vet bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -71,14 +71,11 @@ test-deps:
 	./hack/test-deps.sh
 
 ## test: build once, then every unit and end-to-end test against that binary. The
-## end-to-end packages run one at a time (-p 1): they start real servers and load
-## the collector, and two of them at once on a 2-core machine only add noise.
-test: build test-deps
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./components/... ./internal/... ./bench/...
-	OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/...
-	# durable_queue (measured, not shipped: components/durablequeueprocessor) through the same durability scenarios.
-	RELAY_TEST_QUEUE=durable OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/reliability \
-		-run 'TestBackendOutage|TestKill9UnderLoad|TestSIGTERMUnderLoadThenRestart|TestFluentBitChunkIsAcceptedOrRefusedWhole|TestQueueVolumeFull'
+## Kubernetes peers build in the background while the tests that need none run
+## (hack/test.sh says in which order, and why).
+test: build
+	./hack/test-deps.sh packages
+	GO=$(GO) RELAY=$(RELAY) TEST_TIMEOUT=$(TEST_TIMEOUT) ./hack/test.sh
 
 ## unit: the fast tests only (no binary, no peers).
 unit:
@@ -87,7 +84,8 @@ unit:
 vet:
 	$(GO) vet ./...
 
-## bench: Go benchmarks of our components, and the relay benchmark into bench/results/.
+## bench: Go benchmarks of our components, and the relay benchmark's baseline,
+## bench/results/baseline.md (bench/README.md says how to read it).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./components/...
 	@if [ -d bench ]; then OTELCOL_RELAY_BIN=$(RELAY) $(GO) run ./bench; fi
@@ -140,6 +138,14 @@ test-image: image
 	OTELCOL_RELAY_BIN=$(RELAY) RELAY_IMAGE=$(IMAGE) RELAY_CONTAINER=$(CONTAINER) \
 		RELAY_PLATFORMS="$(PLATFORMS)" RELAY_VERSION=$(VERSION) \
 		$(GO) test -tags image -count=1 -timeout 15m -v ./test/image/
+
+## release-check: that a release tag's artifacts name one version (docs/releasing.md):
+## the tag, VERSION and the image tag in deploy/components/image at the tag, its
+## CHANGELOG section, the binary built here (--version) and every SBOM beside it.
+## TAG defaults to what git describe says of HEAD; a message names each mismatch.
+TAG ?= $(shell git describe --tags --match 'v*' 2>/dev/null)
+release-check: sbom
+	$(GO) run ./hack/releasecheck -tag '$(TAG)' -binary $(RELAY) $(BIN)/otelcol-relay.cdx.json $(wildcard $(BIN)/*_*/otelcol-relay.cdx.json)
 
 ## print-image, print-version: the image name `make image` tags, and the version in it.
 print-image:

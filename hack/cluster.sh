@@ -348,7 +348,7 @@ import_images() {
 
 up() {
 	for b in etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl containerd containerd-shim-runc-v2 ctr coredns; do
-		[ -x "$B/$b" ] || { echo "cluster: $B/$b missing: run hack/kube-peers.sh && hack/kube-peers.sh cluster" >&2; exit 1; }
+		[ -x "$B/$b" ] || { echo "cluster: $B/$b missing: run hack/kube-peers.sh cluster" >&2; exit 1; }
 	done
 	# Without these the cluster runs, and the tests that need them say so.
 	for b in metrics-server local-path-provisioner kube-router; do

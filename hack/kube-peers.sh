@@ -12,10 +12,13 @@
 # `hack/kube-peers.sh cluster` builds, the same way and into the same cache, what the
 # one-node cluster of test/cluster adds (hack/cluster.sh runs it): kubelet, kube-proxy,
 # kube-scheduler, kube-controller-manager and kubectl in kube-apiserver's throwaway
-# module (so they reuse its compile cache: a few minutes together once it is built),
+# module, in one `go build` (they reuse its compile cache and link side by side),
 # containerd v2 with its runc shim and ctr (Debian's 1.6 is below the v1.37 support
-# matrix), CoreDNS, metrics-server, kube-router (NetworkPolicy only) and
-# local-path-provisioner. One build at a time, at the lowest priority.
+# matrix), CoreDNS with only the plugins test/cluster's Corefile names, metrics-server,
+# kube-router (NetworkPolicy only) and local-path-provisioner. The kube commands and
+# the rest build in two lanes side by side: one `go build` leaves a core idle while
+# it resolves modules and links, the other lane fills it. At the lowest priority, and
+# without DWARF (the binaries are stripped anyway, and generating it is compile time).
 #
 # Usage: hack/kube-peers.sh [cluster]  (BIN=dir to install elsewhere)
 set -euo pipefail
@@ -50,7 +53,9 @@ installed() {
 	fi
 	if [ -x "$cache/$1-$2" ]; then
 		echo "kube-peers: $1 $2 from $cache"
-		cp "$cache/$1-$2" "$bin/$1"
+		# A copy then a rename: hack/test.sh takes a binary in bin/ as whole.
+		cp "$cache/$1-$2" "$bin/.$1.tmp"
+		mv "$bin/.$1.tmp" "$bin/$1"
 		return 0
 	fi
 	return 1
@@ -64,7 +69,7 @@ build_etcd() {
 		cd "$work/etcd"
 		go mod init kubepeers/etcd >/dev/null 2>&1
 		go get "go.etcd.io/etcd/server/v3@$etcd_version"
-		go build -trimpath -ldflags='-s -w' -o "$work/etcd/etcd" go.etcd.io/etcd/server/v3
+		nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o "$work/etcd/etcd" go.etcd.io/etcd/server/v3
 	)
 	cp "$work/etcd/etcd" "$cache/etcd-$etcd_version"
 	mv "$work/etcd/etcd" "$bin/etcd"
@@ -93,22 +98,28 @@ kube_module() {
 	)
 }
 
-# build_kube CMD: k8s.io/kubernetes/cmd/CMD at kube_version.
+# build_kube CMD...: k8s.io/kubernetes/cmd/CMD at kube_version, for each CMD not
+# installed yet, in one `go build` (one package load, links side by side).
 build_kube() {
-	installed "$1" "$kube_version" && return
-	echo "kube-peers: building $1 $kube_version (staging modules $staging_version)"
+	local todo=() c
+	for c in "$@"; do installed "$c" "$kube_version" || todo+=("$c"); done
+	((${#todo[@]})) || return 0
+	echo "kube-peers: building ${todo[*]} $kube_version (staging modules $staging_version)"
 	kube_module
 	local minor=${kube_version#v1.} start=$SECONDS
 	minor=${minor%%.*}
-	(cd "$work/kube" && nice -n 19 go build -trimpath -o "$work/kube/$1" -ldflags="-s -w \
+	mkdir -p "$work/kube/out"
+	(cd "$work/kube" && nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -o "$work/kube/out/" -ldflags="-s -w \
 		-X k8s.io/component-base/version.gitVersion=$kube_version \
 		-X k8s.io/component-base/version.gitMajor=1 \
 		-X k8s.io/component-base/version.gitMinor=$minor \
 		-X k8s.io/component-base/version.gitTreeState=clean" \
-		"k8s.io/kubernetes/cmd/$1")
-	cp "$work/kube/$1" "$cache/$1-$kube_version"
-	mv "$work/kube/$1" "$bin/$1"
-	echo "kube-peers: built $1 $kube_version in $((SECONDS - start))s"
+		"${todo[@]/#/k8s.io/kubernetes/cmd/}")
+	for c in "${todo[@]}"; do
+		cp "$work/kube/out/$c" "$cache/$c-$kube_version"
+		mv "$work/kube/out/$c" "$bin/$c"
+	done
+	echo "kube-peers: built ${todo[*]} $kube_version in $((SECONDS - start))s"
 }
 
 build_kube_apiserver() { build_kube kube-apiserver; }
@@ -116,21 +127,61 @@ build_kube_apiserver() { build_kube kube-apiserver; }
 # build_containerd CMD: containerd v2's CMD, without cgo (the btrfs snapshotter, the
 # only cgo part, drops out by its build tag).
 build_containerd() {
-	installed "$1" "$containerd_version" && return
-	echo "kube-peers: building $1 $containerd_version"
+	local todo=() c
+	for c in "$@"; do installed "$c" "$containerd_version" || todo+=("$c"); done
+	((${#todo[@]})) || return 0
+	echo "kube-peers: building ${todo[*]} $containerd_version"
 	local start=$SECONDS
 	if [ ! -f "$work/containerd/go.mod" ]; then
 		mkdir -p "$work/containerd"
 		(cd "$work/containerd" && go mod init kubepeers/containerd >/dev/null 2>&1 &&
 			go get "github.com/containerd/containerd/v2@$containerd_version")
 	fi
-	(cd "$work/containerd" && nice -n 19 go build -trimpath -tags "urfave_cli_no_docs osusergo netgo" \
-		-o "$work/containerd/$1" \
+	mkdir -p "$work/containerd/out"
+	(cd "$work/containerd" && nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -tags "urfave_cli_no_docs osusergo netgo" \
+		-o "$work/containerd/out/" \
 		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" \
-		"github.com/containerd/containerd/v2/cmd/$1")
-	cp "$work/containerd/$1" "$cache/$1-$containerd_version"
-	mv "$work/containerd/$1" "$bin/$1"
-	echo "kube-peers: built $1 $containerd_version in $((SECONDS - start))s"
+		"${todo[@]/#/github.com/containerd/containerd/v2/cmd/}")
+	for c in "${todo[@]}"; do
+		cp "$work/containerd/out/$c" "$cache/$c-$containerd_version"
+		mv "$work/containerd/out/$c" "$bin/$c"
+	done
+	echo "kube-peers: built ${todo[*]} $containerd_version in $((SECONDS - start))s"
+}
+
+# build_coredns: CoreDNS with only the plugins test/cluster/addons.yaml's Corefile
+# names. CoreDNS is built this way for custom plugin sets (its main only imports
+# core/plugin, the list of every plugin); the full list drags in cloud SDKs and
+# tracing, which took most of its build.
+build_coredns() {
+	installed coredns "$coredns_version" && return
+	echo "kube-peers: building coredns $coredns_version (cache errors health kubernetes ready)"
+	local start=$SECONDS
+	mkdir -p "$work/coredns"
+	(
+		cd "$work/coredns"
+		go mod init kubepeers/coredns >/dev/null 2>&1
+		go get "github.com/coredns/coredns@$coredns_version"
+		cat >main.go <<-'EOF'
+			package main
+
+			import (
+				"github.com/coredns/coredns/coremain"
+
+				_ "github.com/coredns/coredns/plugin/cache"
+				_ "github.com/coredns/coredns/plugin/errors"
+				_ "github.com/coredns/coredns/plugin/health"
+				_ "github.com/coredns/coredns/plugin/kubernetes"
+				_ "github.com/coredns/coredns/plugin/ready"
+			)
+
+			func main() { coremain.Run() }
+		EOF
+		nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o coredns .
+	)
+	cp "$work/coredns/coredns" "$cache/coredns-$coredns_version"
+	mv "$work/coredns/coredns" "$bin/coredns"
+	echo "kube-peers: built coredns $coredns_version in $((SECONDS - start))s"
 }
 
 # build_install NAME VERSION PACKAGE: `go install PACKAGE@VERSION` (module mode, the
@@ -140,29 +191,42 @@ build_install() {
 	echo "kube-peers: building $1 $2"
 	local start=$SECONDS
 	mkdir -p "$work/gobin"
-	GOFLAGS=-buildvcs=false GOBIN="$work/gobin" nice -n 19 go install -trimpath -ldflags='-s -w' "$3@$2"
+	GOFLAGS=-buildvcs=false GOBIN="$work/gobin" nice -n 19 go install -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' "$3@$2"
 	cp "$work/gobin/$(basename "$3")" "$cache/$1-$2"
 	mv "$work/gobin/$(basename "$3")" "$bin/$1"
 	echo "kube-peers: built $1 $2 in $((SECONDS - start))s"
 }
 
 if [ "${1:-}" = cluster ]; then
-	# The longest independent build first. The kube commands share most packages with
-	# kube-apiserver: whichever is built first fills the compile cache for the rest.
-	for c in containerd containerd-shim-runc-v2 ctr; do build_containerd "$c"; done
-	for c in kubelet kube-proxy kube-scheduler kube-controller-manager kubectl; do build_kube "$c"; done
-	build_install coredns "$coredns_version" github.com/coredns/coredns
-	build_install metrics-server "$metrics_server_version" sigs.k8s.io/metrics-server/cmd/metrics-server
-	build_install local-path-provisioner "$local_path_version" github.com/rancher/local-path-provisioner
 	# Another kube-peers.sh (without `cluster`) may be building etcd and then
 	# kube-apiserver: wait for its cache entry rather than build it a second time.
 	while [ ! -x "$cache/kube-apiserver-$kube_version" ] &&
 		pgrep -f "k8s.io/kubernetes/cmd/kube-apiserver|hack/kube-peers.sh$" >/dev/null; do
 		sleep 10
 	done
-	build_etcd
-	build_kube kube-apiserver
-	build_install kube-router "$kube_router_version" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+	# Lane 1, the kube commands: they share most packages with kube-apiserver, so
+	# it goes first and fills the compile cache for the rest. Lane 2, the others.
+	# (Statements, not an && list: set -e must stay in force inside the functions.)
+	(
+		trap - EXIT
+		build_etcd
+		build_kube kube-apiserver
+		build_kube kubelet kube-proxy kube-scheduler kube-controller-manager kubectl
+	) &
+	lane1=$!
+	(
+		trap - EXIT
+		build_containerd containerd containerd-shim-runc-v2 ctr
+		build_coredns
+		build_install metrics-server "$metrics_server_version" sigs.k8s.io/metrics-server/cmd/metrics-server
+		build_install local-path-provisioner "$local_path_version" github.com/rancher/local-path-provisioner
+		build_install kube-router "$kube_router_version" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+	) &
+	lane2=$!
+	failed=0
+	wait "$lane1" || failed=1
+	wait "$lane2" || failed=1
+	((failed == 0)) || { echo "kube-peers: a cluster peer failed to build (see above)" >&2; exit 1; }
 	"$bin/kubelet" --version
 	"$bin/containerd" --version
 	exit 0

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real peers the tests run against, so `make test` passes on a fresh
-# machine that has only Go and Debian's archive. Idempotent: each step is skipped when
+# machine that has only Go and Debian's archive.
+#
+# Usage: hack/test-deps.sh [packages] Idempotent: each step is skipped when
 # its result is already there, and built peers are cached in bin/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,10 +36,11 @@ if ((${#apt_pkgs[@]})); then
 	rm -f /usr/sbin/policy-rc.d
 fi
 
-# etcd and kube-apiserver for the deploy/ and k8s_attributes tests (built once, ~10 min cold).
-if [ -x hack/kube-peers.sh ]; then
-	hack/kube-peers.sh
-	# kubelet, containerd, kube-proxy, ... for test/cluster (~10 min more once
-	# kube-apiserver is built, plus containerd's own ~15 min cold).
+# etcd and kube-apiserver for the deploy/ and k8s_attributes tests, and kubelet,
+# containerd, kube-proxy, ... for test/cluster: `cluster` builds them all, in two
+# lanes side by side, and caches them by version (hack/kube-peers.sh). With
+# `packages`, only the Debian packages: make test builds the peers itself, in the
+# background while the tests that need none run (hack/test.sh).
+if [ "${1:-}" != packages ]; then
 	hack/kube-peers.sh cluster
 fi
