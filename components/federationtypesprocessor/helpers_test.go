@@ -116,6 +116,7 @@ func newTestProcessor(t *testing.T, endpoint string, mod func(*Config)) *testPro
 	tp := &testProcessor{federationTypes: p, tel: tel, logs: logs, clock: time.Unix(1_700_000_000, 0)}
 	p.now = func() time.Time { return tp.clock }
 	p.started = tp.clock
+	p.firstRetry = time.Hour // tests call refresh themselves, also after a failed first read
 	if err := p.start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}

@@ -204,7 +204,7 @@ func TestBearerTokenFileIsReadOnEveryRefreshAndNeverLeaks(t *testing.T) {
 
 	// A rejected token produces an error and a log line without the token.
 	want.Store("Bearer something-else")
-	p.refresh(context.Background())
+	p.refresh(context.Background(), time.Hour)
 	for _, e := range p.logs.All() {
 		line := e.Message + fmt.Sprint(e.ContextMap())
 		if strings.Contains(line, secret1) || strings.Contains(line, secret2) {

@@ -19,6 +19,8 @@ type federationTypes struct {
 	logger  *zap.Logger
 	now     func() time.Time
 	started time.Time
+	// firstRetry is the wait after a failed first read (refreshLoop doubles it).
+	firstRetry time.Duration
 
 	// meta is the last metadata that was read successfully; nil until then, and
 	// while it is nil every batch passes through untouched.
@@ -43,6 +45,9 @@ func newFederationTypes(cfg *Config, set component.TelemetrySettings) (*federati
 		logger: set.Logger,
 		now:    time.Now,
 		cache:  newSeriesCache(cfg.SeriesCache.MaxSeries, cfg.SeriesCache.TTL),
+		// A second, then doubling: a Prometheus that is only restarting answers
+		// within a few attempts, one that is down is asked ~9 times in 5 minutes.
+		firstRetry: time.Second,
 	}
 	p.started = p.now()
 	p.seeds = newHashSeeds()
@@ -95,8 +100,9 @@ func (p *federationTypes) start(ctx context.Context, host component.Host) error 
 	bg, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	p.done = make(chan struct{})
-	p.refresh(ctx)
-	go p.refreshLoop(bg)
+	first := min(p.firstRetry, p.cfg.RefreshInterval)
+	p.refresh(ctx, first)
+	go p.refreshLoop(bg, first)
 	return nil
 }
 
@@ -109,23 +115,35 @@ func (p *federationTypes) shutdown(context.Context) error {
 	return nil
 }
 
-func (p *federationTypes) refreshLoop(ctx context.Context) {
+// refreshLoop refreshes every refresh_interval. Until a first read succeeds it
+// tries sooner, after backoff and then twice as long each time, up to
+// refresh_interval: without metadata every federated series passes through as a
+// gauge, and a Prometheus that could not be reached when the collector started
+// (restarting, or a NetworkPolicy not yet programmed for this new pod, as seen on a
+// real cluster) must not cost a whole interval of mistyped series.
+func (p *federationTypes) refreshLoop(ctx context.Context, backoff time.Duration) {
 	defer close(p.done)
-	t := time.NewTicker(p.cfg.RefreshInterval)
-	defer t.Stop()
 	for {
+		wait := p.cfg.RefreshInterval
+		if p.meta.Load() == nil {
+			wait = backoff
+			backoff = min(2*backoff, p.cfg.RefreshInterval)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
-			p.refresh(ctx)
+			p.refresh(ctx, backoff)
 		}
 	}
 }
 
 // refresh logs exactly once per attempt that fails, so a long outage is visible
-// without flooding the log.
-func (p *federationTypes) refresh(ctx context.Context) {
+// without flooding the log. retry is when the next attempt comes while no metadata
+// has been read yet.
+func (p *federationTypes) refresh(ctx context.Context, retry time.Duration) {
 	s, err := p.fetcher.fetch(ctx, p.now())
 	if err != nil {
 		p.tel.ProcessorFederationTypesMetadataRefreshFailures.Add(ctx, 1)
@@ -135,7 +153,7 @@ func (p *federationTypes) refresh(ctx context.Context) {
 				zap.Duration("next_attempt_in", p.cfg.RefreshInterval), zap.Error(err))
 		} else {
 			p.logger.Warn("Metric metadata unavailable; federated metrics pass through unchanged (as gauges) until it can be read",
-				zap.Duration("next_attempt_in", p.cfg.RefreshInterval), zap.Error(err))
+				zap.Duration("next_attempt_in", retry), zap.Error(err))
 		}
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -359,8 +360,8 @@ func TestOutageKeepsLastGoodMetadata(t *testing.T) {
 	srv := newMetadataServer(t, demoMetadata)
 	p := newTestProcessor(t, srv.URL, nil)
 	srv.set(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "upstream down", http.StatusBadGateway) })
-	p.refresh(context.Background())
-	p.refresh(context.Background())
+	p.refresh(context.Background(), time.Hour)
+	p.refresh(context.Background(), time.Hour)
 	if n := len(p.logs.FilterMessageSnippet("refresh failed").All()); n != 2 {
 		t.Errorf("%d warnings for 2 failed refreshes, want 2", n)
 	}
@@ -420,5 +421,42 @@ func TestConcurrentBatchesAndRefresh(t *testing.T) {
 	case <-p.done:
 	default:
 		t.Error("refresh goroutine still running after shutdown")
+	}
+}
+
+// A Prometheus that cannot be read when the collector starts is asked again within
+// seconds, not after refresh_interval: until then every federated series leaves as a
+// gauge. Seen on a real cluster, where the federation pod started before the
+// NetworkPolicy admitted it to Prometheus and sent gauges for the whole 5 minutes.
+func TestFailedFirstReadIsRetriedSoon(t *testing.T) {
+	srv := newMetadataServer(t, demoMetadata)
+	srv.set(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "starting", http.StatusServiceUnavailable) })
+	cfg := createDefaultConfig()
+	cfg.Endpoint = srv.URL
+	cfg.RefreshInterval = time.Hour
+	p, err := newFederationTypes(cfg, componenttest.NewNopTelemetrySettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.firstRetry = 10 * time.Millisecond
+	if err := p.start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.shutdown(context.Background()) })
+	if p.meta.Load() != nil {
+		t.Fatal("metadata read from a server that answers 503")
+	}
+	srv.set(jsonMetadata(demoMetadata))
+	hits := func() int { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.hits }
+	for deadline := time.Now().Add(10 * time.Second); p.meta.Load() == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no metadata 10 s after Prometheus answered again (refresh_interval 1h, %d requests)", hits())
+		}
+	}
+	// Once read, the retries stop: the next read is refresh_interval away.
+	n := hits()
+	time.Sleep(300 * time.Millisecond)
+	if hits() != n {
+		t.Errorf("%d more requests after metadata was read: still retrying", hits()-n)
 	}
 }
