@@ -115,17 +115,18 @@ func (p *federationTypes) shutdown(context.Context) error {
 	return nil
 }
 
-// refreshLoop refreshes every refresh_interval. Until a first read succeeds it
-// tries sooner, after backoff and then twice as long each time, up to
+// refreshLoop refreshes every refresh_interval. Until a read has returned some
+// metadata it tries sooner, after backoff and then twice as long each time, up to
 // refresh_interval: without metadata every federated series passes through as a
 // gauge, and a Prometheus that could not be reached when the collector started
-// (restarting, or a NetworkPolicy not yet programmed for this new pod, as seen on a
-// real cluster) must not cost a whole interval of mistyped series.
+// (restarting, or a NetworkPolicy not yet programmed for this new pod), or had
+// scraped nothing yet (its metadata is empty until its first scrapes), must not
+// cost a whole interval of mistyped series. Both were seen on a real cluster.
 func (p *federationTypes) refreshLoop(ctx context.Context, backoff time.Duration) {
 	defer close(p.done)
 	for {
 		wait := p.cfg.RefreshInterval
-		if p.meta.Load() == nil {
+		if m := p.meta.Load(); m == nil || len(m.families) == 0 {
 			wait = backoff
 			backoff = min(2*backoff, p.cfg.RefreshInterval)
 		}

@@ -424,13 +424,24 @@ func TestConcurrentBatchesAndRefresh(t *testing.T) {
 	}
 }
 
-// A Prometheus that cannot be read when the collector starts is asked again within
-// seconds, not after refresh_interval: until then every federated series leaves as a
-// gauge. Seen on a real cluster, where the federation pod started before the
-// NetworkPolicy admitted it to Prometheus and sent gauges for the whole 5 minutes.
+// A Prometheus that cannot be read when the collector starts, or has no metadata yet
+// (it has not scraped anything), is asked again within seconds, not after
+// refresh_interval: until then every federated series leaves as a gauge. Both seen on
+// a real cluster, where the federation pod sent gauges for the whole 5 minutes.
 func TestFailedFirstReadIsRetriedSoon(t *testing.T) {
+	for name, first := range map[string]http.HandlerFunc{
+		"unreachable": func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+		},
+		"no metadata yet": jsonMetadata(map[string][]metadataEntry{}),
+	} {
+		t.Run(name, func(t *testing.T) { testFirstReadRetried(t, first) })
+	}
+}
+
+func testFirstReadRetried(t *testing.T, first http.HandlerFunc) {
 	srv := newMetadataServer(t, demoMetadata)
-	srv.set(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "starting", http.StatusServiceUnavailable) })
+	srv.set(first)
 	cfg := createDefaultConfig()
 	cfg.Endpoint = srv.URL
 	cfg.RefreshInterval = time.Hour
@@ -443,12 +454,13 @@ func TestFailedFirstReadIsRetriedSoon(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.shutdown(context.Background()) })
-	if p.meta.Load() != nil {
-		t.Fatal("metadata read from a server that answers 503")
+	loaded := func() bool { m := p.meta.Load(); return m != nil && len(m.families) > 0 }
+	if loaded() {
+		t.Fatal("metadata read from a server that has none")
 	}
 	srv.set(jsonMetadata(demoMetadata))
 	hits := func() int { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.hits }
-	for deadline := time.Now().Add(10 * time.Second); p.meta.Load() == nil; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !loaded(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no metadata 10 s after Prometheus answered again (refresh_interval 1h, %d requests)", hits())
 		}
