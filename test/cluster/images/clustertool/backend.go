@@ -12,9 +12,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 )
 
@@ -28,8 +33,10 @@ type record struct {
 
 // metricSeen is one metric name with the resource attributes it came with.
 type metricSeen struct {
-	Name     string            `json:"name"`
-	Resource map[string]string `json:"resource"`
+	Name      string            `json:"name"`
+	Type      string            `json:"type"` // Gauge, Sum, Histogram, ...
+	Monotonic bool              `json:"monotonic"`
+	Resource  map[string]string `json:"resource"`
 }
 
 type store struct {
@@ -37,6 +44,9 @@ type store struct {
 	logs    []record
 	metrics map[string]metricSeen // name + pod: the last one
 	reqs    int
+	seqs    map[string][]uint16  // RUN -> times each number of "seq RUN n" arrived
+	clients map[string]time.Time // client certificate serial -> last request with it
+	down    atomic.Bool          // the elastic tests' outage: every connection is cut
 }
 
 // backend serves OTLP/HTTP on :4318 with mutual TLS (client certificates from
@@ -55,9 +65,9 @@ func backend() error {
 	if err != nil {
 		return err
 	}
-	s := &store{metrics: map[string]metricSeen{}}
+	s := &store{metrics: map[string]metricSeen{}, seqs: map[string][]uint16{}, clients: map[string]time.Time{}}
 	otlp := http.NewServeMux()
-	otlp.HandleFunc("/v1/logs", s.handleLogs)
+	otlp.HandleFunc("/v1/logs", s.outage(s.handleLogs))
 	otlp.HandleFunc("/v1/metrics", s.handleMetrics)
 	otlp.HandleFunc("/v1/traces", func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
 	srv := &http.Server{Addr: ":4318", Handler: otlp, TLSConfig: &tls.Config{
@@ -83,6 +93,15 @@ func backend() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		clear(s.metrics)
+	})
+	status.HandleFunc("/seq", s.handleSeq)
+	status.HandleFunc("/clients", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(s.clients)
+	})
+	status.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) {
+		s.down.Store(r.URL.Query().Get("on") == "true")
 	})
 	go func() { _ = http.ListenAndServe(":8080", status) }()
 	fmt.Fprintln(os.Stderr, "backend: OTLP/HTTP with mutual TLS on :4318, status on :8080")
@@ -112,6 +131,7 @@ func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var got []record
+	var seq []string // "RUN n" of each numbered record
 	rls := req.Logs().ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		res := flat(rls.At(i).Resource().Attributes().AsRaw())
@@ -120,6 +140,10 @@ func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
+				if b := lr.Body().AsString(); strings.HasPrefix(b, "seq ") {
+					seq = append(seq, b[len("seq "):])
+					continue
+				}
 				got = append(got, record{Body: lr.Body().AsString(), Resource: res, Attrs: flat(lr.Attributes().AsRaw())})
 			}
 		}
@@ -127,6 +151,26 @@ func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.logs = append(s.logs, got...)
 	s.reqs++
+	for _, rn := range seq {
+		f := strings.SplitN(rn, " ", 3) // RUN n [pad]
+		if len(f) < 2 {
+			continue
+		}
+		run := f[0]
+		n, err := strconv.Atoi(f[1])
+		if err != nil || n <= 0 {
+			continue
+		}
+		c := s.seqs[run]
+		if n >= len(c) {
+			c = append(c, make([]uint16, n+1-len(c)+len(c)/2)...)
+		}
+		c[n]++
+		s.seqs[run] = c
+	}
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		s.clients[r.TLS.PeerCertificates[0].SerialNumber.String()] = time.Now()
+	}
 	s.mu.Unlock()
 	reply(w, plogotlp.NewExportResponse().MarshalProto)
 }
@@ -149,13 +193,72 @@ func (s *store) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
-				name := ms.At(k).Name()
-				s.metrics[name+"\x00"+res["k8s.pod.name"]+"\x00"+res["k8s.node.name"]] = metricSeen{Name: name, Resource: res}
+				m := ms.At(k)
+				seen := metricSeen{Name: m.Name(), Type: m.Type().String(), Resource: res}
+				if m.Type() == pmetric.MetricTypeSum {
+					seen.Monotonic = m.Sum().IsMonotonic()
+				}
+				s.metrics[m.Name()+"\x00"+res["k8s.pod.name"]+"\x00"+res["k8s.node.name"]] = seen
 			}
 		}
 	}
 	s.mu.Unlock()
 	reply(w, pmetricotlp.NewExportResponse().MarshalProto)
+}
+
+// outage cuts the connection of every request while /down?on=true holds: to the
+// relay the backend is unreachable, and what it was sending is not acknowledged.
+func (s *store) outage(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.down.Load() {
+			if hj, ok := w.(http.Hijacker); ok {
+				if c, _, err := hj.Hijack(); err == nil {
+					c.Close()
+					return
+				}
+			}
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// seqCount is what arrived of "seq RUN n" for n in 1..upto.
+type seqCount struct {
+	Upto, Distinct, Missing, Duplicates, Beyond int
+	FirstMissing                                []int
+}
+
+func (s *store) handleSeq(w http.ResponseWriter, r *http.Request) {
+	upto, err := strconv.Atoi(r.URL.Query().Get("upto"))
+	if err != nil || upto < 0 {
+		http.Error(w, "upto: want a count", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	c := s.seqs[r.URL.Query().Get("run")]
+	out := seqCount{Upto: upto}
+	for n := 1; n < len(c); n++ {
+		switch {
+		case c[n] == 0:
+		case n > upto:
+			out.Beyond++
+		default:
+			out.Distinct++
+			out.Duplicates += int(c[n]) - 1
+		}
+	}
+	for n := 1; n <= upto; n++ {
+		if n >= len(c) || c[n] == 0 {
+			out.Missing++
+			if len(out.FirstMissing) < 10 {
+				out.FirstMissing = append(out.FirstMissing, n)
+			}
+		}
+	}
+	s.mu.Unlock()
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 func reply(w http.ResponseWriter, marshal func() ([]byte, error)) {

@@ -5,6 +5,7 @@
 //
 //	clustertool lines    a workload: writes $LINES numbered lines to stdout, then waits
 //	clustertool send     sends container log files to the relay as fluent-bit does
+//	clustertool load     sends numbered records to the relay at a rate the test sets
 //	clustertool backend  an OTLP/HTTP backend over mutual TLS that keeps what it gets
 //	clustertool probe    dials each host:port argument and logs "OK addr" or "FAIL addr: why"
 package main
@@ -22,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: clustertool lines|send|backend")
+		fmt.Fprintln(os.Stderr, "usage: clustertool lines|send|load|backend|probe")
 		os.Exit(2)
 	}
 	var err error
@@ -31,12 +32,14 @@ func main() {
 		err = lines()
 	case "send":
 		err = send()
+	case "load":
+		err = load()
 	case "backend":
 		err = backend()
 	case "probe":
 		err = probe(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown role %q (lines, send, backend)", os.Args[1])
+		err = fmt.Errorf("unknown role %q (lines, send, load, backend, probe)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clustertool:", err)

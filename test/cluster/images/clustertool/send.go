@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -40,29 +41,38 @@ type sender struct {
 	stats   struct{ Read, Acked, Requests, Retries, Dropped int }
 }
 
-func send() error {
+// newSender is the client side of fluent-bit's opentelemetry output: mutual TLS with
+// the certificate in $TLS_DIR, checking the relay's name, $MAX_IDLE connections kept.
+func newSender() (*sender, error) {
 	dir := envOr("TLS_DIR", "/fluent-bit/tls")
 	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return fmt.Errorf("%s/ca.crt: no certificate in it", dir)
+		return nil, fmt.Errorf("%s/ca.crt: no certificate in it", dir)
 	}
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	host := envOr("RELAY_HOST", "otelcol-relay.otelcol-relay.svc")
-	s := &sender{
+	return &sender{
 		url: "https://" + host + ":4318/v1/logs",
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: host, MinVersion: tls.VersionTLS12},
 			// net.keepalive_max_recycle: connections are redialed now and then.
-			MaxIdleConnsPerHost: 1, IdleConnTimeout: 30 * time.Second,
+			MaxIdleConnsPerHost: atoiOr("MAX_IDLE", 1), IdleConnTimeout: 30 * time.Second,
 		}},
 		offsets: map[string]int64{},
+	}, nil
+}
+
+func send() error {
+	s, err := newSender()
+	if err != nil {
+		return err
 	}
 	http.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
@@ -174,10 +184,16 @@ func (s *sender) flushFile(f string) {
 }
 
 func (s *sender) post(gz []byte) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(gz))
+	return s.postCtx(context.Background(), gz, false)
+}
+
+// postCtx posts one gzipped chunk; closeConn drops the connection after the answer.
+func (s *sender) postCtx(ctx context.Context, gz []byte, closeConn bool) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(gz))
 	if err != nil {
 		return 0, err
 	}
+	req.Close = closeConn
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("Content-Encoding", "gzip")
 	req.Header.Set("User-Agent", "Fluent-Bit")
