@@ -30,7 +30,9 @@ const (
 // certificates), and the backend's own CA (its serving certificate and the relay's
 // client certificate towards it).
 type pki struct {
-	dir string // ca.crt gw.* agent.* client.* backend-ca.crt backend.* fluent-bit.*
+	dir       string // ca.crt gw.* agent.* client.* backend-ca.crt backend.* fluent-bit.*
+	ca        *testcerts.CA
+	backendCA *testcerts.CA // the rotation test issues new certificates from both
 }
 
 var (
@@ -79,7 +81,7 @@ func newPKI(t *testing.T) *pki {
 	bsvc := "backend." + backendNS
 	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc",
 		DNSNames: []string{bsvc, bsvc + ".svc", bsvc + ".svc.cluster.local"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}}))
-	return &pki{dir: dir}
+	return &pki{dir: dir, ca: ca, backendCA: backendCA}
 }
 
 // readmeBlock is the first ```sh block after marker in deploy/README.md's section

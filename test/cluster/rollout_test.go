@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRollingUpgrade changes the StatefulSet twice under a numbered load, as an
+// operator does: a config change (RELAY_DRAIN_TIMEOUT 30s, a variable the shipped
+// config reads; TestScaleInBackendDown then waits 30 s for a drain that cannot
+// finish, not 100), then a new image tag (the same image, tagged anew in containerd). Each
+// time every pod is replaced one at a time, each old pod drains in its preStop hook
+// and exits 0, and the rollout's time is set against terminationGracePeriodSeconds.
+// Every acknowledged number reaches the backend and no queue keeps anything.
+func TestRollingUpgrade(t *testing.T) {
+	install(t)
+	waitRelays(t, 2, readyBudget)
+	backendIP := podIP(t, backendNS, "app=backend")
+	l := startLoad(t, "rollout", 2000, 4)
+	time.Sleep(5 * time.Second)
+
+	rollout(t, "config change", func() {
+		mustKubectl(t, "", "-n", relayNS, "set", "env", "statefulset/otelcol-relay", "-c", "otelcol-relay", "RELAY_DRAIN_TIMEOUT=30s")
+	})
+	next := imageName(t) + ":" + imageTag(t) + "-next"
+	ctr := exec.Command(filepath.Join(repoRoot, "bin", "ctr"), "-n", "k8s.io", "images", "tag", "--force", relayImage, next)
+	if out, err := ctr.CombinedOutput(); err != nil {
+		t.Fatalf("ctr images tag %s %s: %v\n%s", relayImage, next, err, out)
+	}
+	rollout(t, "image "+next, func() {
+		mustKubectl(t, "", "-n", relayNS, "set", "image", "statefulset/otelcol-relay", "otelcol-relay="+next)
+	})
+
+	_, sc := l.finish(t, backendIP, readyBudget)
+	if sc.Missing != 0 {
+		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
+	}
+	queuesEmpty(t)
+}
+
+// rollout applies change and waits for the StatefulSet's rolling update, checking
+// that every pod was replaced and that each old one drained and exited 0.
+func rollout(t *testing.T, what string, change func()) {
+	t.Helper()
+	before := waitRelays(t, 2, readyBudget)
+	ends := map[string]*podEnd{}
+	for name := range before {
+		ends[name] = watchEnd(t, name)
+	}
+	start := time.Now()
+	change()
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
+	took := time.Since(start)
+	after := waitRelays(t, 2, readyBudget)
+	grace := stsField(t, "{.spec.template.spec.terminationGracePeriodSeconds}")
+	t.Logf("%s: rolled out over %d pods in %s (terminationGracePeriodSeconds %s per pod)", what, len(after), took.Round(time.Second), grace)
+	for name, p := range after {
+		if before[name].uid == p.uid {
+			t.Errorf("%s: pod %s was not replaced", what, name)
+		}
+	}
+	for name, e := range ends {
+		e.check(t, name+" ("+what+")", 120*time.Second)
+	}
+}
+
+// queuesEmpty: every relay's sending queues drain to zero (nothing stranded).
+func queuesEmpty(t *testing.T) {
+	t.Helper()
+	eventually(t, "every relay's queues empty", readyBudget, func() string {
+		var busy []string
+		for n, p := range relayPods(t) {
+			v, err := selfMetric(p.ip, "otelcol_exporter_queue_size")
+			if err != nil {
+				return err.Error()
+			}
+			if v != 0 {
+				busy = append(busy, fmt.Sprintf("%s %.0f", n, v))
+			}
+		}
+		if len(busy) != 0 {
+			return "queued: " + strings.Join(busy, ", ")
+		}
+		return ""
+	})
+}
+
+// TestRelayPodKilled force-deletes a relay under load (no preStop, no grace): what
+// it had acknowledged is in its queue on the PVC, and the replacement, on the same
+// volume, delivers it. Duplicates are allowed (what was in flight is sent again)
+// and counted; missing numbers are not.
+func TestRelayPodKilled(t *testing.T) {
+	install(t)
+	before := waitRelays(t, 2, readyBudget)
+	backendIP := podIP(t, backendNS, "app=backend")
+	l := startLoad(t, "kill", 2000, 4)
+	time.Sleep(10 * time.Second)
+	start := time.Now()
+	mustKubectl(t, "", "-n", relayNS, "delete", "pod", "otelcol-relay-0", "--grace-period=0", "--force")
+	eventually(t, "a new otelcol-relay-0 Ready", readyBudget, func() string {
+		p, ok := relayPods(t)["otelcol-relay-0"]
+		if !ok || p.uid == before["otelcol-relay-0"].uid || !p.ready {
+			return fmt.Sprintf("%+v", p)
+		}
+		return ""
+	})
+	t.Logf("otelcol-relay-0 replaced and Ready %s after the forced delete", time.Since(start).Round(time.Second))
+	_, sc := l.finish(t, backendIP, readyBudget)
+	if sc.Missing != 0 {
+		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
+	}
+	queuesEmpty(t)
+}

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+)
+
+// TestBackendCertificateRotation replaces the default backend's client certificate
+// (Secret otelcol-relay-backend-default-tls) and its CA (ConfigMap
+// otelcol-relay-backend-default, now the old CA and a new one, the first step of a
+// CA rotation) with the README's own kubectl commands, under a numbered load. The
+// kubelet's atomic writer swaps the projected directory; certwatch reloads it; the
+// backend sees requests with the new certificate; the relay containers are the
+// same processes (same container IDs, no restart); nothing is lost.
+func TestBackendCertificateRotation(t *testing.T) {
+	p := install(t)
+	waitRelays(t, 2, readyBudget)
+	backendIP := podIP(t, backendNS, "app=backend")
+	containers := containerIDs(t)
+	reloads := certwatchReloads(t)
+	l := startLoad(t, "rotation", 1000, 2)
+	time.Sleep(5 * time.Second)
+
+	client := p.backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay"})
+	next := testcerts.NewCA(t, "otelcol-relay-cluster-test-backend-ca-next")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "client.crt"), client.CertPEM)
+	writeFile(t, filepath.Join(dir, "client.key"), client.KeyPEM)
+	writeFile(t, filepath.Join(dir, "ca.crt"), testcerts.Bundle(p.backendCA, next))
+	endpoint := strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "configmap", "otelcol-relay-backend-default", "-o", "jsonpath={.data.endpoint}"))
+	start := time.Now()
+	// The README's create commands, as a replacement: --dry-run=client -o yaml | apply.
+	sh(t, dir, []string{"NS=" + relayNS, "ENDPOINT=" + endpoint}, `
+kubectl -n $NS create secret tls otelcol-relay-backend-default-tls --cert=client.crt --key=client.key --dry-run=client -o yaml | kubectl apply -f -
+kubectl -n $NS create configmap otelcol-relay-backend-default --from-literal=endpoint="$ENDPOINT" --from-file=ca.crt=ca.crt --dry-run=client -o yaml | kubectl apply -f -
+`)
+	eventually(t, "the backend sees the new client certificate", readyBudget, func() string {
+		var seen map[string]time.Time
+		if err := getJSON("http://"+backendIP+":8080/clients", &seen); err != nil {
+			return err.Error()
+		}
+		if at, ok := seen[client.Serial()]; !ok || at.Before(start) {
+			return fmt.Sprintf("serials seen: %d", len(seen))
+		}
+		return ""
+	})
+	t.Logf("the backend saw the new client certificate %s after the Secret changed", time.Since(start).Round(time.Second))
+	eventually(t, "every relay's certwatch reloaded", readyBudget, func() string {
+		now := certwatchReloads(t)
+		for n, v := range reloads {
+			if now[n] <= v {
+				return fmt.Sprintf("%s: %.0f reloads, %.0f before", n, now[n], v)
+			}
+		}
+		return ""
+	})
+	for n, id := range containerIDs(t) {
+		if containers[n] != id {
+			t.Errorf("pod %s: container %s, before the rotation %s: restarted", n, id, containers[n])
+		}
+	}
+	_, sc := l.finish(t, backendIP, readyBudget)
+	if sc.Missing != 0 {
+		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
+	}
+}
+
+// containerIDs is each relay pod's container ID with its restart count.
+func containerIDs(t *testing.T) map[string]string {
+	t.Helper()
+	out := mustKubectl(t, "", "-n", relayNS, "get", "pods", "-l", "app.kubernetes.io/component=gateway", "-o",
+		`jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].containerID}/{.status.containerStatuses[0].restartCount}{"\n"}{end}`)
+	ids := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			ids[f[0]] = f[1]
+		}
+	}
+	return ids
+}
+
+func certwatchReloads(t *testing.T) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for n, p := range relayPods(t) {
+		v, err := selfMetric(p.ip, "otelcol_certwatch_reloads", `result="success"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n] = v
+	}
+	return out
+}
