@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAgentAssociatesByConnection is the AKS seed, both ways. An application
+// Deployment that names no pod sends OTLP/HTTP to the agent's Service
+// (internalTrafficPolicy: Local): the agent sees the pod's own IP, and
+// k8s_attributes gives every record the pod, its Deployment and the node. The same
+// application sending to its node's IP, as the seed's apps did (a hostPort the test
+// adds, since the shipped DaemonSet publishes none), arrives from the bridge's
+// address after the CNI's hairpin masquerade, as kubenet's does on AKS (the agent's
+// NetworkPolicy does not stop it: policy implementations admit the node's own
+// addresses). No pod has that address, so nothing may carry a pod's identity.
+// deploy/README.md and the agent's manifests say to use the Service; this shows why.
+func TestAgentAssociatesByConnection(t *testing.T) {
+	install(t)
+	backendIP := podIP(t, backendNS, "app=backend")
+	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+appNS+", labels: {otelcol-relay-cluster-test: \"true\"}}\n",
+		"apply", "--server-side", "-f", "-")
+	podIP(t, relayNS, "app.kubernetes.io/component=agent")
+
+	svc := startApp(t, "via-service", "http://otelcol-relay-agent."+relayNS+".svc:4318/v1/logs", 100)
+	time.Sleep(5 * time.Second)
+	recs := appRecords(t, svc, backendIP)
+	pod := strings.TrimSpace(mustKubectl(t, "", "-n", appNS, "get", "pods", "-l", "app=app-via-service", "-o", "jsonpath={.items[0].metadata.name}"))
+	for _, r := range recs {
+		for k, want := range map[string]string{"k8s.pod.name": pod, "k8s.deployment.name": "app-via-service", "k8s.namespace.name": appNS, "k8s.node.name": nodeName} {
+			if r.Resource[k] != want {
+				t.Fatalf("through the agent's Service: record %q has %s=%q, want %q (resource %v)", r.Body, k, r.Resource[k], want, r.Resource)
+			}
+		}
+	}
+	t.Logf("through the agent's Service: %d records, each with k8s.pod.name=%s, k8s.deployment.name=app-via-service", len(recs), pod)
+
+	// The seed's way: the node's address. A test-only hostPort on the agent.
+	mustKubectl(t, "", "-n", relayNS, "patch", "daemonset", "otelcol-relay-agent", "--type=json", "-p",
+		`[{"op":"add","path":"/spec/template/spec/containers/0/ports/1/hostPort","value":4318}]`)
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
+	node := startApp(t, "via-node-ip", "http://$(HOST_IP):4318/v1/logs", 100)
+	time.Sleep(20 * time.Second)
+	st := node.status(t)
+	nodeIP := strings.TrimSpace(mustKubectl(t, "", "get", "node", nodeName, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`))
+	ct, _ := exec.Command("conntrack", "-L", "-p", "tcp", "--dport", "4318", "--dst", nodeIP).CombinedOutput()
+	// Original direction "src=<pod> dst=<node>", reply "src=<agent> dst=<what the agent sees>".
+	var seenAs string
+	for _, l := range strings.Split(string(ct), "\n") {
+		if f := strings.Fields(l); len(f) > 9 {
+			var src []string
+			for _, x := range f {
+				if strings.HasPrefix(x, "src=") || strings.HasPrefix(x, "dst=") {
+					src = append(src, x)
+				}
+			}
+			if len(src) == 4 {
+				seenAs = fmt.Sprintf("pod %s to node %s, seen by the agent (%s) as from %s",
+					strings.TrimPrefix(src[0], "src="), strings.TrimPrefix(src[1], "dst="), strings.TrimPrefix(src[2], "src="), strings.TrimPrefix(src[3], "dst="))
+				break
+			}
+		}
+	}
+	t.Logf("to the node's IP: %d numbered, %d acknowledged, %d retried; conntrack: %s", st.Assigned, st.Acked, st.Retries, seenAs)
+	var withIdentity int
+	var got []backendRecord
+	if err := getJSON("http://"+backendIP+":8080/logs", &got); err != nil {
+		t.Fatal(err)
+	}
+	var sent int
+	for _, r := range got {
+		if strings.HasPrefix(r.Body, "app via-node-ip ") {
+			sent++
+			if r.Resource["k8s.pod.name"] != "" {
+				withIdentity++
+			}
+		}
+	}
+	if withIdentity != 0 {
+		t.Errorf("%d records sent to the node IP carry a pod's identity: the agent associated a masqueraded connection", withIdentity)
+	}
+	t.Logf("to the node's IP: %d records at the backend, %d of them with a pod's identity", sent, withIdentity)
+}
+
+// TestAgentRestartUnderLoad deletes the node's agent pod (gracefully, as a rollout
+// or a node drain does) while an application sends to the agent's Service. While no
+// agent runs on the node, internalTrafficPolicy: Local leaves the Service without an
+// endpoint and the application's sends fail and are retried; what the old agent had
+// accepted it forwards before it exits. Every acknowledged number arrives.
+func TestAgentRestartUnderLoad(t *testing.T) {
+	install(t)
+	backendIP := podIP(t, backendNS, "app=backend")
+	old := strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "pods", "-l", "app.kubernetes.io/component=agent", "-o", "jsonpath={.items[0].metadata.name}"))
+	app := startApp(t, "agent-restart", "http://otelcol-relay-agent."+relayNS+".svc:4318/v1/logs", 500)
+	time.Sleep(5 * time.Second)
+	start := time.Now()
+	mustKubectl(t, "", "-n", relayNS, "delete", "pod", old)
+	eventually(t, "a new agent pod Ready", readyBudget, func() string {
+		out := mustKubectl(t, "", "-n", relayNS, "get", "pods", "-l", "app.kubernetes.io/component=agent", "-o",
+			`jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] != old && f[1] == "True" {
+				return ""
+			}
+		}
+		return out
+	})
+	t.Logf("agent %s replaced and Ready %s after its deletion", old, time.Since(start).Round(100*time.Millisecond))
+	time.Sleep(5 * time.Second)
+	recs := appRecords(t, app, backendIP)
+	st := app.status(t)
+	t.Logf("through the agent's restart: %d numbered, %d acknowledged, %d retried; %d records at the backend",
+		st.Assigned, st.Acked, st.Retries, len(recs))
+}
+
+// startApp runs an application Deployment app-<run> in appNS that sends numbered
+// records "app <run> <n>" as plain OTLP/HTTP to url at rate records/s, naming no pod.
+func startApp(t *testing.T, run, url string, rate int) *load {
+	t.Helper()
+	mustKubectl(t, toolDeployment("app-"+run, appNS, "load", fmt.Sprintf(`
+        env:
+        - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
+        - {name: URL, value: "%s"}
+        - {name: RUN, value: "%s"}
+        - {name: PREFIX, value: app}
+        - {name: IDENTITY, value: none}
+        - {name: RATE, value: "%d"}
+        - {name: BATCH, value: "10"}
+        - {name: WORKERS, value: "1"}
+        ports: [{containerPort: 2020}]
+        readinessProbe: {tcpSocket: {port: 2020}, periodSeconds: 2}`, url, run, rate)), "apply", "--server-side", "-f", "-")
+	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", appNS, "delete", "deployment", "app-"+run, "--wait=false") })
+	return &load{run: run, ip: podIP(t, appNS, "app=app-"+run)}
+}
+
+// appRecords stops the application and returns the backend's records of its run
+// once every number it had acknowledged is there.
+func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
+	t.Helper()
+	if err := getJSON("http://"+l.ip+":2020/stop", nil); err != nil {
+		t.Fatal(err)
+	}
+	var st loadStatus
+	eventually(t, "app "+l.run+": every chunk acknowledged", readyBudget, func() string {
+		if st = l.status(t); st.Pending != 0 || st.Acked == 0 {
+			return fmt.Sprintf("%+v", st)
+		}
+		return ""
+	})
+	num := regexp.MustCompile(`^app ` + l.run + ` (\d+)$`)
+	var recs []backendRecord
+	eventually(t, "app "+l.run+": the backend has every number", readyBudget, func() string {
+		var got []backendRecord
+		if err := getJSON("http://"+backendIP+":8080/logs", &got); err != nil {
+			return err.Error()
+		}
+		recs = recs[:0]
+		seen := map[string]bool{}
+		for _, r := range got {
+			if m := num.FindStringSubmatch(r.Body); m != nil {
+				recs = append(recs, r)
+				seen[m[1]] = true
+			}
+		}
+		if int64(len(seen)) < st.Acked {
+			return fmt.Sprintf("%d of %d numbers", len(seen), st.Acked)
+		}
+		return ""
+	})
+	return recs
+}
+
+// svcIP is the agent Service's cluster IP (its connections are the Service path).
+func svcIP(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "service", "otelcol-relay-agent", "-o", "jsonpath={.spec.clusterIP}"))
+}
