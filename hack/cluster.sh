@@ -316,6 +316,20 @@ build_images() {
 		$PODMAN build --quiet --network none -t localhost/otelcol-relay-test/busybox:1.0 -f "$I/busybox/Containerfile" "$I/busybox" >/dev/null
 		$PODMAN save --format docker-archive -o "$I/busybox.tar" localhost/otelcol-relay-test/busybox:1.0 >/dev/null
 	fi
+	# Debian's Prometheus (hack/test-deps.sh) for the federation test: its binary and
+	# the libraries ldd names, at their paths, FROM scratch.
+	if [ ! -f "$I/prometheus.tar" ] && command -v prometheus >/dev/null; then
+		local prom f
+		prom=$(command -v prometheus)
+		rm -rf "$I/prometheus" && mkdir -p "$I/prometheus/rootfs"
+		for f in "$prom" $(ldd "$prom" | grep -o '/[^ ]*'); do
+			mkdir -p "$I/prometheus/rootfs$(dirname "$f")"
+			cp -L "$f" "$I/prometheus/rootfs$f"
+		done
+		printf 'FROM scratch\nCOPY rootfs/ /\nENTRYPOINT ["%s"]\n' "$prom" >"$I/prometheus/Containerfile"
+		$PODMAN build --quiet --network none -t localhost/otelcol-relay-test/prometheus:1.0 -f "$I/prometheus/Containerfile" "$I/prometheus" >/dev/null
+		$PODMAN save --format docker-archive -o "$I/prometheus.tar" localhost/otelcol-relay-test/prometheus:1.0 >/dev/null
+	fi
 	relay_image
 	ts "images built"
 }

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFederationFromInClusterPrometheus adds federation to the install as
+// deploy/README.md says for a plain in-cluster Prometheus (components/federation,
+// components/federation-plain-http, ConfigMap otelcol-relay-federation with the
+// README's own command), against a real Prometheus (Debian's, FROM scratch) that
+// scrapes itself in namespace monitoring, labelled as kube-prometheus-stack's pods are
+// (the label the federation NetworkPolicy admits). The backend must get its series typed
+// from the server's metadata: a counter as a monotonic Sum, a gauge as a Gauge
+// (/federate's text has no types: without federation_types both are gauges).
+func TestFederationFromInClusterPrometheus(t *testing.T) {
+	p := install(t)
+	backendIP := podIP(t, backendNS, "app=backend")
+	mustKubectl(t, `apiVersion: v1
+kind: Namespace
+metadata: {name: monitoring, labels: {otelcol-relay-cluster-test: "true"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: prometheus, namespace: monitoring}
+data:
+  prometheus.yml: |
+    global: {scrape_interval: 5s}
+    scrape_configs:
+    - job_name: prometheus
+      static_configs: [{targets: ["localhost:9090"]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: prometheus, namespace: monitoring}
+spec:
+  selector: {app.kubernetes.io/name: prometheus}
+  ports: [{name: http, port: 9090}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: prometheus, namespace: monitoring}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: prometheus}}
+  template:
+    # The label the federation NetworkPolicy admits (as kube-prometheus-stack's pods carry it).
+    metadata: {labels: {app.kubernetes.io/name: prometheus}}
+    spec:
+      containers:
+      - name: prometheus
+        image: localhost/otelcol-relay-test/prometheus:1.0
+        imagePullPolicy: Never
+        args: [--config.file=/etc/prometheus/prometheus.yml, --storage.tsdb.path=/prometheus, --web.listen-address=:9090]
+        ports: [{containerPort: 9090}]
+        readinessProbe: {httpGet: {path: /-/ready, port: 9090}, periodSeconds: 2}
+        volumeMounts:
+        - {name: config, mountPath: /etc/prometheus}
+        - {name: data, mountPath: /prometheus}
+      volumes:
+      - {name: config, configMap: {name: prometheus}}
+      - {name: data, emptyDir: {}}
+`, "apply", "--server-side", "-f", "-")
+	podIP(t, "monitoring", "app.kubernetes.io/name=prometheus")
+
+	sh(t, p.dir, []string{"NS=" + relayNS}, readmeBlock(t, "## What you create before applying", "With `components/federation`"))
+	overlay := t.TempDir()
+	writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
+components:
+  - %s
+  - %s
+  - %s
+# The test node's 2 CPUs: federation's request scaled down (500m), and only that.
+patches:
+  - target: {kind: StatefulSet, name: otelcol-relay-federation}
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/containers/0/resources/requests/cpu
+        value: 100m
+images:
+  - name: localhost/otelcol-relay
+    newName: %s
+    newTag: %s
+`, repoRel(t, overlay, "test", "cluster", "overlays", "aks"),
+		repoRel(t, overlay, "deploy", "components", "federation"),
+		repoRel(t, overlay, "deploy", "components", "federation-plain-http"),
+		repoRel(t, overlay, "deploy", "components", "backend-default-mtls"),
+		imageName(t), imageTag(t))))
+	mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
+	podIP(t, relayNS, "app.kubernetes.io/component=federation")
+
+	want := map[string]string{"prometheus_http_requests_total": "Sum", "go_goroutines": "Gauge"}
+	eventually(t, "the backend has the Prometheus server's series, typed", readyBudget, func() string {
+		var ms []struct {
+			Name      string            `json:"name"`
+			Type      string            `json:"type"`
+			Monotonic bool              `json:"monotonic"`
+			Resource  map[string]string `json:"resource"`
+		}
+		if err := getJSON("http://"+backendIP+":8080/metrics", &ms); err != nil {
+			return err.Error()
+		}
+		got := map[string]string{}
+		for _, m := range ms {
+			if _, ok := want[m.Name]; ok {
+				got[m.Name] = m.Type
+				if m.Type == "Sum" && !m.Monotonic {
+					got[m.Name] = "Sum (not monotonic)"
+				}
+			}
+		}
+		var why []string
+		for n, typ := range want {
+			if got[n] != typ {
+				why = append(why, fmt.Sprintf("%s is %q, want %s", n, got[n], typ))
+			}
+		}
+		return strings.Join(why, "; ")
+	})
+	t.Logf("federated through %s: %v", "prometheus.monitoring.svc:9090", want)
+}
