@@ -12,9 +12,12 @@ import (
 )
 
 // TestRollingUpgrade changes the StatefulSet twice under a numbered load, as an
-// operator does: a config change (RELAY_DRAIN_TIMEOUT 30s, a variable the shipped
-// config reads; TestScaleInBackendDown then waits 30 s for a drain that cannot
-// finish, not 100), then a new image tag (the same image, tagged anew in containerd). Each
+// operator does: a config change (variables the shipped config reads:
+// RELAY_DRAIN_TIMEOUT 30s, so that TestScaleInBackendDown waits 30 s for a drain that
+// cannot finish, not 100; RELAY_OTLP_TLS_RELOAD_INTERVAL 10s, so that
+// TestBackendCertificateRotation sees the receivers' new keypair within seconds of
+// the kubelet's sync, not 5 minutes), then a new image tag (the same image, tagged
+// anew in containerd). Each
 // time every pod is replaced one at a time, each old pod drains in its preStop hook
 // and exits 0, and the rollout's time is set against terminationGracePeriodSeconds.
 // Every acknowledged number reaches the backend and no queue keeps anything.
@@ -26,7 +29,7 @@ func TestRollingUpgrade(t *testing.T) {
 	time.Sleep(5 * time.Second)
 
 	rollout(t, "config change", func() {
-		mustKubectl(t, "", "-n", relayNS, "set", "env", "statefulset/otelcol-relay", "-c", "otelcol-relay", "RELAY_DRAIN_TIMEOUT=30s")
+		mustKubectl(t, "", "-n", relayNS, "set", "env", "statefulset/otelcol-relay", "-c", "otelcol-relay", "RELAY_DRAIN_TIMEOUT=30s", "RELAY_OTLP_TLS_RELOAD_INTERVAL=10s")
 	})
 	next := imageName(t) + ":" + imageTag(t) + "-next"
 	ctr := exec.Command(filepath.Join(repoRoot, "bin", "ctr"), "-n", "k8s.io", "images", "tag", "--force", relayImage, next)

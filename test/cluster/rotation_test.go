@@ -3,7 +3,9 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,13 +14,16 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
-// TestBackendCertificateRotation replaces the default backend's client certificate
-// (Secret otelcol-relay-backend-default-tls) and its CA (ConfigMap
+// TestBackendCertificateRotation replaces, under a numbered load and with the
+// README's own kubectl commands, the default backend's client certificate (Secret
+// otelcol-relay-backend-default-tls) and its CA (ConfigMap
 // otelcol-relay-backend-default, now the old CA and a new one, the first step of a
-// CA rotation) with the README's own kubectl commands, under a numbered load. The
-// kubelet's atomic writer swaps the projected directory; certwatch reloads it; the
-// backend sees requests with the new certificate; the relay containers are the
-// same processes (same container IDs, no restart); nothing is lost.
+// CA rotation), and the receivers' serving keypair (Secret
+// otelcol-relay-receiver-tls). The kubelet's atomic writer swaps the mounted
+// directories; certwatch reloads the backend's, and the backend sees requests with
+// the new certificate; the receivers serve the new keypair (their reload_interval is
+// 10 s since TestRollingUpgrade, 5m as shipped); the relay containers are the same
+// processes (same container IDs, no restart); nothing is lost.
 func TestBackendCertificateRotation(t *testing.T) {
 	p := install(t)
 	waitRelays(t, 2, readyBudget)
@@ -28,18 +33,25 @@ func TestBackendCertificateRotation(t *testing.T) {
 	l := startLoad(t, "rotation", 1000, 2)
 	time.Sleep(5 * time.Second)
 
+	servingBefore := servingSerials(t, p)
 	client := p.backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay"})
 	next := testcerts.NewCA(t, "otelcol-relay-cluster-test-backend-ca-next")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "client.crt"), client.CertPEM)
 	writeFile(t, filepath.Join(dir, "client.key"), client.KeyPEM)
 	writeFile(t, filepath.Join(dir, "ca.crt"), testcerts.Bundle(p.backendCA, next))
+	svc := "otelcol-relay." + relayNS
+	gw := p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc",
+		DNSNames: []string{"otelcol-relay", svc, svc + ".svc", svc + ".svc.cluster.local"}})
+	writeFile(t, filepath.Join(dir, "gw.crt"), gw.CertPEM)
+	writeFile(t, filepath.Join(dir, "gw.key"), gw.KeyPEM)
 	endpoint := strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "configmap", "otelcol-relay-backend-default", "-o", "jsonpath={.data.endpoint}"))
 	start := time.Now()
 	// The README's create commands, as a replacement: --dry-run=client -o yaml | apply.
 	sh(t, dir, []string{"NS=" + relayNS, "ENDPOINT=" + endpoint}, `
 kubectl -n $NS create secret tls otelcol-relay-backend-default-tls --cert=client.crt --key=client.key --dry-run=client -o yaml | kubectl apply -f -
 kubectl -n $NS create configmap otelcol-relay-backend-default --from-literal=endpoint="$ENDPOINT" --from-file=ca.crt=ca.crt --dry-run=client -o yaml | kubectl apply -f -
+kubectl -n $NS create secret tls otelcol-relay-receiver-tls --cert=gw.crt --key=gw.key --dry-run=client -o yaml | kubectl apply -f -
 `)
 	eventually(t, "the backend sees the new client certificate", readyBudget, func() string {
 		var seen map[string]time.Time
@@ -61,6 +73,15 @@ kubectl -n $NS create configmap otelcol-relay-backend-default --from-literal=end
 		}
 		return ""
 	})
+	eventually(t, "every relay's receivers serve the new keypair", readyBudget, func() string {
+		for n, serial := range servingSerials(t, p) {
+			if serial != gw.Serial() {
+				return fmt.Sprintf("%s serves %s (before: %s), want %s", n, serial, servingBefore[n], gw.Serial())
+			}
+		}
+		return ""
+	})
+	t.Logf("every relay serves the new receiver certificate %s after the Secret changed", time.Since(start).Round(time.Second))
 	for n, id := range containerIDs(t) {
 		if containers[n] != id {
 			t.Errorf("pod %s: container %s, before the rotation %s: restarted", n, id, containers[n])
@@ -95,6 +116,29 @@ func certwatchReloads(t *testing.T) map[string]float64 {
 			t.Fatal(err)
 		}
 		out[n] = v
+	}
+	return out
+}
+
+// servingSerials is the serial of the certificate each relay pod's OTLP/HTTP
+// receiver presents now, dialed from the node with fluent-bit's client certificate.
+func servingSerials(t *testing.T, p *pki) map[string]string {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(filepath.Join(p.dir, "fluent-bit.crt"), filepath.Join(p.dir, "fluent-bit.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for n, pod := range relayPods(t) {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort(pod.ip, "4318"), &tls.Config{
+			RootCAs: p.ca.Pool(), ServerName: "otelcol-relay." + relayNS + ".svc", Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12,
+		})
+		if err != nil {
+			out[n] = "dial: " + err.Error()
+			continue
+		}
+		out[n] = c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		c.Close()
 	}
 	return out
 }
