@@ -36,9 +36,10 @@ type pki struct {
 }
 
 var (
-	installOnce sync.Once
-	installPKI  *pki
-	installErr  string
+	installOnce    sync.Once
+	installPKI     *pki
+	installErr     string
+	installOverlay string // the kustomization install applied
 )
 
 func writeFile(t *testing.T, path string, b []byte) {
@@ -136,7 +137,12 @@ func install(t *testing.T) *pki {
 		block := readmeBlock(t, "## What you create before applying", "**By hand.**")
 		block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
 		sh(t, installPKI.dir, []string{"TOKEN=cluster-test-token"}, block)
-		overlay := t.TempDir()
+		// Outlives the first test: TestExampleBackendOverlay applies it again.
+		overlay, err := os.MkdirTemp("", "otelcol-relay-cluster-overlay-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		installOverlay = overlay
 		base := repoRel(t, overlay, "test", "cluster", "overlays", "aks")
 		mtls := repoRel(t, overlay, "deploy", "components", "backend-default-mtls")
 		writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
@@ -175,7 +181,12 @@ func imageTag(t *testing.T) string {
 	return relayImage[strings.LastIndex(relayImage, ":")+1:]
 }
 
-// startBackend runs the OTLP/HTTP backend over mutual TLS in its own namespace.
+// exampleAPIKey is the X-API-Key the backend's gRPC side (the example backend of
+// deploy/overlays/example-backend) requires.
+const exampleAPIKey = "cluster-test-example-key"
+
+// startBackend runs the OTLP backend over mutual TLS in its own namespace: HTTP for
+// the default backend, gRPC for the example one.
 func startBackend(t *testing.T, p *pki) {
 	t.Helper()
 	mustKubectl(t, "", "create", "namespace", backendNS)
@@ -185,7 +196,8 @@ func startBackend(t *testing.T, p *pki) {
 		"--from-file=tls.key="+filepath.Join(p.dir, "backend.key"),
 		"--from-file=ca.crt="+filepath.Join(p.dir, "backend-ca.crt"))
 	mustKubectl(t, toolDeployment("backend", backendNS, "backend", `
-        ports: [{containerPort: 4318}, {containerPort: 8080}]
+        env: [{name: API_KEY, value: `+exampleAPIKey+`}]
+        ports: [{containerPort: 4318}, {containerPort: 4317}, {containerPort: 8080}]
         readinessProbe: {tcpSocket: {port: 4318}, periodSeconds: 2}
         volumeMounts: [{name: tls, mountPath: /tls, readOnly: true}]
       volumes: [{name: tls, secret: {secretName: backend-tls}}]`)+`
@@ -195,7 +207,7 @@ kind: Service
 metadata: {name: backend, namespace: `+backendNS+`}
 spec:
   selector: {app: backend}
-  ports: [{name: otlp-http, port: 4318}, {name: status, port: 8080}]
+  ports: [{name: otlp-http, port: 4318}, {name: otlp-grpc, port: 4317}, {name: status, port: 8080}]
 `, "apply", "--server-side", "-f", "-")
 }
 

@@ -49,9 +49,10 @@ type store struct {
 	down    atomic.Bool          // the elastic tests' outage: every connection is cut
 }
 
-// backend serves OTLP/HTTP on :4318 with mutual TLS (client certificates from
-// $CA_FILE) and what it received as JSON on plain :8080 (/logs, /metrics), for the
-// test to read from the node.
+// backend serves OTLP/HTTP on :4318, and OTLP/gRPC on :4317 as a second backend
+// (numbers counted apart, an X-API-Key of $API_KEY required when set), both with
+// mutual TLS (client certificates from $CA_FILE), and what it received as JSON on
+// plain :8080 (/logs, /metrics, /seq, /clients), for the test to read from the node.
 func backend() error {
 	caPEM, err := os.ReadFile(envOr("CA_FILE", "/tls/ca.crt"))
 	if err != nil {
@@ -104,7 +105,12 @@ func backend() error {
 		s.down.Store(r.URL.Query().Get("on") == "true")
 	})
 	go func() { _ = http.ListenAndServe(":8080", status) }()
-	fmt.Fprintln(os.Stderr, "backend: OTLP/HTTP with mutual TLS on :4318, status on :8080")
+	go func() {
+		if err := s.serveGRPC(srv.TLSConfig); err != nil {
+			fmt.Fprintln(os.Stderr, "backend: gRPC:", err)
+		}
+	}()
+	fmt.Fprintln(os.Stderr, "backend: OTLP/HTTP on :4318 and OTLP/gRPC on :4317 with mutual TLS, status on :8080")
 	return srv.ListenAndServeTLS("", "")
 }
 
@@ -130,8 +136,19 @@ func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	serial := ""
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		serial = r.TLS.PeerCertificates[0].SerialNumber.String()
+	}
+	s.storeLogs(req, "", serial)
+	reply(w, plogotlp.NewExportResponse().MarshalProto)
+}
+
+// storeLogs keeps what one export request carried. Numbered records are counted
+// under prefix+RUN (the gRPC endpoint is a second backend: "grpc:"), the others kept.
+func (s *store) storeLogs(req plogotlp.ExportRequest, prefix, serial string) {
 	var got []record
-	var seq []string // "RUN n" of each numbered record
+	var seq []string // "RUN n [pad]" of each numbered record
 	rls := req.Logs().ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		res := flat(rls.At(i).Resource().Attributes().AsRaw())
@@ -149,6 +166,7 @@ func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.logs = append(s.logs, got...)
 	s.reqs++
 	for _, rn := range seq {
@@ -156,7 +174,7 @@ func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
 		if len(f) < 2 {
 			continue
 		}
-		run := f[0]
+		run := prefix + f[0]
 		n, err := strconv.Atoi(f[1])
 		if err != nil || n <= 0 {
 			continue
@@ -168,11 +186,9 @@ func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
 		c[n]++
 		s.seqs[run] = c
 	}
-	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		s.clients[r.TLS.PeerCertificates[0].SerialNumber.String()] = time.Now()
+	if serial != "" {
+		s.clients[serial] = time.Now()
 	}
-	s.mu.Unlock()
-	reply(w, plogotlp.NewExportResponse().MarshalProto)
 }
 
 func (s *store) handleMetrics(w http.ResponseWriter, r *http.Request) {

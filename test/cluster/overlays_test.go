@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+)
+
+// TestExampleBackendOverlay moves the install to deploy/overlays/example-backend as a
+// user adds a second backend: the example backend's files (its CA, a client keypair,
+// an API key) turned into its ConfigMap and Secrets with deploy/README.md's own
+// commands, then `kubectl apply -k` of the overlay (with the test node's CPU request
+// and the default backend's mutual TLS, as the install has). Every numbered record
+// must reach both backends: the default one over OTLP/HTTP, the example one over
+// OTLP/gRPC with its client certificate and X-API-Key. The aks install is applied
+// again at the end, for the tests after this one.
+func TestExampleBackendOverlay(t *testing.T) {
+	p := install(t)
+	waitRelays(t, 2, readyBudget)
+	backendIP := podIP(t, backendNS, "app=backend")
+
+	client := p.backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay-example"})
+	writeFile(t, filepath.Join(p.dir, "example-ca.crt"), p.backendCA.CertPEM)
+	writeFile(t, filepath.Join(p.dir, "example-client.crt"), client.CertPEM)
+	writeFile(t, filepath.Join(p.dir, "example-client.key"), client.KeyPEM)
+	block := readmeBlock(t, "## What you create before applying", "`overlays/example-backend` also needs")
+	block = strings.ReplaceAll(block, "https://otlp.example.net:4317", "https://backend."+backendNS+".svc:4317")
+	sh(t, p.dir, []string{"NS=" + relayNS, "EXAMPLE_API_KEY=" + exampleAPIKey}, block)
+
+	overlay := t.TempDir()
+	writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
+components:
+  - %s
+# The test node's 2 CPUs: the relay's request scaled down, and only that (as
+# test/cluster/overlays/aks does).
+patches:
+  - target: {kind: StatefulSet, name: otelcol-relay}
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/containers/0/resources/requests/cpu
+        value: 100m
+images:
+  - name: localhost/otelcol-relay
+    newName: %s
+    newTag: %s
+`, repoRel(t, overlay, "deploy", "overlays", "example-backend"),
+		repoRel(t, overlay, "deploy", "components", "backend-default-mtls"),
+		imageName(t), imageTag(t))))
+	start := time.Now()
+	mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
+	t.Cleanup(func() {
+		mustKubectl(t, "", "apply", "--server-side", "-k", installOverlay)
+		mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
+		mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
+	})
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
+	waitRelays(t, 2, readyBudget)
+	t.Logf("example-backend applied over the aks install and rolled out in %s", time.Since(start).Round(time.Second))
+
+	l := startLoad(t, "example", 1000, 2)
+	time.Sleep(5 * time.Second)
+	st, sc := l.finish(t, backendIP, readyBudget)
+	if sc.Missing != 0 {
+		t.Errorf("default backend: %d acknowledged records missing (first: %v)", sc.Missing, sc.FirstMissing)
+	}
+	var ex seqCount
+	eventually(t, "the example backend (OTLP/gRPC) has every number", readyBudget, func() string {
+		if err := getJSON(fmt.Sprintf("http://%s:8080/seq?run=grpc:example&upto=%d", backendIP, st.Assigned), &ex); err != nil {
+			return err.Error()
+		}
+		if ex.Missing != 0 {
+			return fmt.Sprintf("%+v", ex)
+		}
+		return ""
+	})
+	t.Logf("example backend: %d distinct, %d missing, %d duplicates of %d acknowledged", ex.Distinct, ex.Missing, ex.Duplicates, st.Acked)
+}
