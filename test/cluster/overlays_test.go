@@ -19,7 +19,9 @@ import (
 // and the default backend's mutual TLS, as the install has). Every numbered record
 // must reach both backends: the default one over OTLP/HTTP, the example one over
 // OTLP/gRPC with its client certificate and X-API-Key. The aks install is applied
-// again at the end, for the tests after this one.
+// again at the end, for the tests after this one. Both applies take the fields
+// earlier tests changed with `kubectl set env` (--force-conflicts), as an operator
+// going back to the manifests does.
 func TestExampleBackendOverlay(t *testing.T) {
 	p := install(t)
 	waitRelays(t, 2, readyBudget)
@@ -56,9 +58,9 @@ images:
 		repoRel(t, overlay, "deploy", "components", "backend-default-mtls"),
 		imageName(t), imageTag(t))))
 	start := time.Now()
-	mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
+	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
 	t.Cleanup(func() {
-		mustKubectl(t, "", "apply", "--server-side", "-k", installOverlay)
+		mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", installOverlay)
 		mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
 		mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
 	})

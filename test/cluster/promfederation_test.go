@@ -92,7 +92,8 @@ images:
 		repoRel(t, overlay, "deploy", "components", "federation-plain-http"),
 		repoRel(t, overlay, "deploy", "components", "backend-default-mtls"),
 		imageName(t), imageTag(t))))
-	mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
+	// --force-conflicts: the manifests take back what earlier tests set with kubectl.
+	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
 	podIP(t, relayNS, "app.kubernetes.io/component=federation")
 
 	want := map[string]string{"prometheus_http_requests_total": "Sum", "go_goroutines": "Gauge"}
