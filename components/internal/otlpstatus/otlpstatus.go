@@ -12,20 +12,28 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
+// pairs map to each other both ways in upstream's two functions; one table
+// keeps a status read back as the code it was answered for.
+var pairs = []struct {
+	status int
+	code   codes.Code
+}{
+	{http.StatusBadRequest, codes.InvalidArgument},
+	{http.StatusUnauthorized, codes.Unauthenticated},
+	{http.StatusForbidden, codes.PermissionDenied},
+	{http.StatusNotFound, codes.Unimplemented},
+	{http.StatusTooManyRequests, codes.ResourceExhausted},
+}
+
 // FromHTTP is the gRPC code of an HTTP status (statusutil.NewStatusFromMsgAndHTTPCode):
 // grpc's HTTP mapping, except 429 and 400.
 func FromHTTP(status int) codes.Code {
+	for _, p := range pairs {
+		if p.status == status {
+			return p.code
+		}
+	}
 	switch status {
-	case http.StatusBadRequest:
-		return codes.InvalidArgument
-	case http.StatusUnauthorized:
-		return codes.Unauthenticated
-	case http.StatusForbidden:
-		return codes.PermissionDenied
-	case http.StatusNotFound:
-		return codes.Unimplemented
-	case http.StatusTooManyRequests:
-		return codes.ResourceExhausted
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return codes.Unavailable
 	default:
@@ -36,19 +44,14 @@ func FromHTTP(status int) codes.Code {
 // ToHTTP is the OTLP/HTTP status a receiver answers a gRPC code with
 // (errors.GetHTTPStatusCodeFromStatus): 503 and 429 are retryable, the rest not.
 func ToHTTP(c codes.Code) int {
+	for _, p := range pairs {
+		if p.code == c {
+			return p.status
+		}
+	}
 	switch c {
 	case codes.Canceled, codes.DeadlineExceeded, codes.Aborted, codes.OutOfRange, codes.Unavailable, codes.DataLoss:
 		return http.StatusServiceUnavailable
-	case codes.ResourceExhausted:
-		return http.StatusTooManyRequests
-	case codes.InvalidArgument:
-		return http.StatusBadRequest
-	case codes.Unauthenticated:
-		return http.StatusUnauthorized
-	case codes.PermissionDenied:
-		return http.StatusForbidden
-	case codes.Unimplemented:
-		return http.StatusNotFound
 	default:
 		return http.StatusInternalServerError
 	}
