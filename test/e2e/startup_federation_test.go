@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,13 +44,8 @@ const federationStartupQueueMiB = 256
 // would take a Prometheus the size of a cluster.
 func TestFederationStartupOnFullQueue(t *testing.T) {
 	queueMiB := queueMiBFromEnv(t, "OTELCOL_RELAY_FEDERATION_STARTUP_QUEUE_MIB", federationStartupQueueMiB, 4096)
-	gw := e2e.NewGateway(t, e2e.GatewayOptions{
-		// The backend is down for the whole test: the queue only grows.
-		BackendURL: "https://" + e2e.FreeAddr(t),
-		Backend:    e2e.NewBackendTLS(t, "default"),
-		Env: append(shardEnv(t, federationOverlay(t), 0),
-			fmt.Sprintf("OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=%d", int64(queueMiB)<<20)),
-	})
+	gw := backendDownGateway(t, append(shardEnv(t, federationOverlay(t), 0),
+		fmt.Sprintf("OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=%d", int64(queueMiB)<<20))...)
 	fillAddr := e2e.FreeAddr(t)
 	fill := e2e.WriteConfig(t, fmt.Sprintf(`receivers:
   otlp/fill:
@@ -66,38 +60,24 @@ service:
 `, fillAddr))
 	federation := []string{"--config=" + gatewayConfig("federation.yaml")}
 
-	c := e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: append(federation, "--config="+fill, "--feature-gates=confmap.enableMergeAppendOption"), ReadyTimeout: 90 * time.Second})
-	fillStart := time.Now()
-	fillMetricsQueue(t, "http://"+fillAddr, gw.MetricsAddr)
-	filled := time.Since(fillStart)
-	queued := metricsQueueBytes(gw.MetricsAddr)
-	if err := c.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = c.Wait(30 * time.Second)
-	onDisk := e2e.DirBytes(gw.QueueDir)
-
 	budget := startupProbeBudget(t, "components", "federation", "statefulset.yaml")
-	restart := time.Now()
-	e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: federation, NoWait: true})
-	e2e.WaitHTTP(t, "http://"+gw.HealthAddr+"/", http.StatusOK, budget)
-	healthy := time.Since(restart)
-	after := metricsQueueBytes(gw.MetricsAddr)
+	r := restartOnFilledQueue(t, gw, budget,
+		e2e.Options{Env: gw.Env, Args: append(federation, "--config="+fill, "--feature-gates=confmap.enableMergeAppendOption"), ReadyTimeout: 90 * time.Second},
+		e2e.Options{Env: gw.Env, Args: federation},
+		func() { fillMetricsQueue(t, "http://"+fillAddr, gw.MetricsAddr) },
+		func() float64 { return metricsQueueBytes(gw.MetricsAddr) })
 
 	t.Logf("queue: full at %.0f MiB queued (bound %d MiB; %.0f MiB on disk), filled in %s; after the restart it holds %.0f MiB",
-		queued/(1<<20), queueMiB, e2e.MiB(onDisk), filled.Round(time.Second), after/(1<<20))
-	full := time.Duration(float64(healthy) * federationQueueMiB / float64(queueMiB))
+		r.queued/(1<<20), queueMiB, e2e.MiB(r.onDisk), r.filled.Round(time.Second), r.after/(1<<20))
+	full := time.Duration(float64(r.healthy) * federationQueueMiB / float64(queueMiB))
 	t.Logf("time to healthy on that queue: %s, %s scaled to the shipped %d MiB bound (startupProbe budget %s)",
-		healthy.Round(100*time.Millisecond), full.Round(100*time.Millisecond), federationQueueMiB, budget)
-	if queued < float64(int64(queueMiB)<<20)*0.9 {
-		t.Errorf("the queue refused at %.0f MiB, below 90%% of its %d MiB bound", queued/(1<<20), queueMiB)
-	}
-	if after < queued*0.99 {
-		t.Errorf("after the restart the queue holds %.0f MiB of the %.0f MiB queued before the crash", after/(1<<20), queued/(1<<20))
+		r.healthy.Round(100*time.Millisecond), full.Round(100*time.Millisecond), federationQueueMiB, budget)
+	if r.queued < float64(int64(queueMiB)<<20)*0.9 {
+		t.Errorf("the queue refused at %.0f MiB, below 90%% of its %d MiB bound", r.queued/(1<<20), queueMiB)
 	}
 	if full > budget {
 		t.Errorf("healthy after %s on %d MiB, %s for the shipped %d MiB: over federation's startupProbe budget %s; raise its failureThreshold",
-			healthy, queueMiB, full, federationQueueMiB, budget)
+			r.healthy, queueMiB, full, federationQueueMiB, budget)
 	}
 }
 

@@ -39,49 +39,74 @@ const startupQueueMiB = 256
 // periodSeconds); nothing queued may be lost on the way.
 func TestStartupOnFullQueue(t *testing.T) {
 	queueMiB := queueMiBFromEnv(t, "OTELCOL_RELAY_STARTUP_QUEUE_MIB", startupQueueMiB, 1400)
-	gw := e2e.NewGateway(t, e2e.GatewayOptions{
-		// The backend is down for the whole test: the queue only grows.
+	// 1.5 GiB per signal: room above the 1 GiB written (the gateway's default
+	// bound is 512 MiB).
+	gw := backendDownGateway(t, "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=1610612736")
+	start := e2e.Options{Env: gw.Env, Args: gw.Args, ReadyTimeout: 90 * time.Second}
+	budget := startupProbeBudget(t)
+	r := restartOnFilledQueue(t, gw, budget, start, start,
+		func() { fillQueue(t, gw.HTTPURL, gw.QueueDir, int64(queueMiB)<<20) },
+		func() float64 { return e2e.LogQueueBytes(gw.MetricsAddr) })
+
+	t.Logf("queue: %.0f MiB queued (%.0f MiB on disk), written in %s; after the restart the queue holds %.0f MiB",
+		r.queued/(1<<20), e2e.MiB(r.onDisk), r.filled.Round(time.Second), r.after/(1<<20))
+	perGiB := time.Duration(float64(r.healthy) * 1024 / float64(queueMiB))
+	t.Logf("time to healthy on that queue: %s, %s scaled to 1 GiB (startupProbe budget %s)",
+		r.healthy.Round(100*time.Millisecond), perGiB.Round(100*time.Millisecond), budget)
+	if perGiB > budget {
+		t.Errorf("healthy after %s on %d MiB, %s for 1 GiB: over the startupProbe budget %s; raise its failureThreshold", r.healthy, queueMiB, perGiB, budget)
+	}
+}
+
+// backendDownGateway is the gateway environment with env appended and a
+// default backend that is down for the whole test: the queue only grows.
+func backendDownGateway(t *testing.T, env ...string) *e2e.Gateway {
+	t.Helper()
+	return e2e.NewGateway(t, e2e.GatewayOptions{
 		BackendURL: "https://" + e2e.FreeAddr(t),
 		Backend:    e2e.NewBackendTLS(t, "default"),
-		// 1.5 GiB per signal: room above the 1 GiB written (the gateway's default
-		// bound is 512 MiB).
-		Env: []string{"OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=1610612736"},
+		Env:        env,
 	})
-	start := func(wait bool) *e2e.Collector {
-		return e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: gw.Args, NoWait: !wait, ReadyTimeout: 90 * time.Second})
-	}
+}
 
-	c := start(true)
+// queueRestart is what a startup test measures across one crash on a filled
+// queue.
+type queueRestart struct {
+	queued, after   float64       // bytes queued before the crash, and after the restart
+	onDisk          int64         // the queue directory after the crash
+	filled, healthy time.Duration // the fill; the restart until the health endpoint answers
+}
+
+// restartOnFilledQueue is the scenario the startupProbes are sized from: it
+// starts the collector with first, fills its queue, stops it the hard way
+// (SIGKILL, as an OOM kill or a failed liveness probe would), starts it again
+// with again on the same directory and waits at most budget for the health
+// endpoint. Nothing queued may be lost on the way.
+func restartOnFilledQueue(t *testing.T, gw *e2e.Gateway, budget time.Duration, first, again e2e.Options, fill func(), queueBytes func() float64) queueRestart {
+	t.Helper()
+	c := e2e.Start(t, "", first)
 	fillStart := time.Now()
-	fillQueue(t, gw.HTTPURL, gw.QueueDir, int64(queueMiB)<<20)
-	fill := time.Since(fillStart)
-	// The persistent queue writes each item before the receiver answers; give
-	// the exporters' in-flight reads a moment to be counted, then crash.
-	queued := e2e.LogQueueBytes(gw.MetricsAddr)
+	fill()
+	// The persistent queue writes each item before the receiver answers: what
+	// it reports once the fill returns is what the crash must keep.
+	r := queueRestart{filled: time.Since(fillStart), queued: queueBytes()}
 	if err := c.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = c.Wait(30 * time.Second)
-	onDisk := e2e.DirBytes(gw.QueueDir)
+	r.onDisk = e2e.DirBytes(gw.QueueDir)
 
-	budget := startupProbeBudget(t)
+	// The restart is what is measured: the health endpoint, not Start, waits.
+	again.NoWait = true
 	restart := time.Now()
-	start(false)
+	e2e.Start(t, "", again)
 	e2e.WaitHTTP(t, "http://"+gw.HealthAddr+"/", http.StatusOK, budget)
-	healthy := time.Since(restart)
-	after := e2e.LogQueueBytes(gw.MetricsAddr)
-
-	t.Logf("queue: %.0f MiB queued (%.0f MiB on disk), written in %s; after the restart the queue holds %.0f MiB",
-		queued/(1<<20), e2e.MiB(onDisk), fill.Round(time.Second), after/(1<<20))
-	perGiB := time.Duration(float64(healthy) * 1024 / float64(queueMiB))
-	t.Logf("time to healthy on that queue: %s, %s scaled to 1 GiB (startupProbe budget %s)",
-		healthy.Round(100*time.Millisecond), perGiB.Round(100*time.Millisecond), budget)
-	if after < queued*0.99 {
-		t.Errorf("after the restart the queue holds %.0f MiB of the %.0f MiB queued before the crash", after/(1<<20), queued/(1<<20))
+	r.healthy = time.Since(restart)
+	r.after = queueBytes()
+	if r.after < r.queued*0.99 {
+		t.Errorf("after the restart the queue holds %.0f MiB of the %.0f MiB queued before the crash", r.after/(1<<20), r.queued/(1<<20))
 	}
-	if perGiB > budget {
-		t.Errorf("healthy after %s on %d MiB, %s for 1 GiB: over the startupProbe budget %s; raise its failureThreshold", healthy, queueMiB, perGiB, budget)
-	}
+	return r
 }
 
 // fillQueue sends 4 MiB log requests from four clients until the queue directory
