@@ -15,7 +15,8 @@
 # module, in one `go build` (they reuse its compile cache and link side by side),
 # containerd v2 with its runc shim and ctr (Debian's 1.6 is below the v1.37 support
 # matrix), CoreDNS with only the plugins test/cluster's Corefile names, metrics-server,
-# kube-router (NetworkPolicy only) and local-path-provisioner. The kube commands and
+# kube-router (NetworkPolicy only), local-path-provisioner, and cert-manager's
+# controller and trust-manager for the platform overlay. The kube commands and
 # the rest build in two lanes side by side: one `go build` leaves a core idle while
 # it resolves modules and links, the other lane fills it. At the lowest priority, and
 # without DWARF (the binaries are stripped anyway, and generating it is compile time).
@@ -33,6 +34,9 @@ metrics_server_version=${METRICS_SERVER_VERSION:-v0.9.0}
 local_path_version=${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}
 # The module proxy here has only v2.1.0 of kube-router/v2.
 kube_router_version=${KUBE_ROUTER_VERSION:-v2.1.0}
+# deploy/overlays/platform's certificate issuers (test/cluster/platform_test.go).
+cert_manager_version=${CERT_MANAGER_VERSION:-v1.21.2}
+trust_manager_version=${TRUST_MANAGER_VERSION:-v0.25.0}
 # Kubernetes publishes each staging repository (k8s.io/api, k8s.io/apiserver,
 # ...) as v0.<minor>.<patch> alongside v1.<minor>.<patch> of k8s.io/kubernetes.
 staging_version=v0.${kube_version#v1.}
@@ -197,6 +201,28 @@ build_install() {
 	echo "kube-peers: built $1 $2 in $((SECONDS - start))s"
 }
 
+# build_cert_manager: cert-manager's controller from hack/cert-manager-controller.go
+# (the proxy serves the module github.com/cert-manager/cert-manager, not the
+# cmd/controller module that holds cert-manager's own main; the file says what it
+# keeps of it).
+build_cert_manager() {
+	installed cert-manager-controller "$cert_manager_version" && return
+	echo "kube-peers: building cert-manager-controller $cert_manager_version"
+	local start=$SECONDS
+	mkdir -p "$work/cert-manager"
+	(
+		cd "$work/cert-manager"
+		go mod init kubepeers/certmanager >/dev/null 2>&1
+		cp "$root/hack/cert-manager-controller.go" main.go
+		go get "github.com/cert-manager/cert-manager@$cert_manager_version"
+		go mod tidy
+		nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o cert-manager-controller main.go
+	)
+	cp "$work/cert-manager/cert-manager-controller" "$cache/cert-manager-controller-$cert_manager_version"
+	mv "$work/cert-manager/cert-manager-controller" "$bin/cert-manager-controller"
+	echo "kube-peers: built cert-manager-controller $cert_manager_version in $((SECONDS - start))s"
+}
+
 if [ "${1:-}" = cluster ]; then
 	# Another kube-peers.sh (without `cluster`) may be building etcd and then
 	# kube-apiserver: wait for its cache entry rather than build it a second time.
@@ -221,6 +247,8 @@ if [ "${1:-}" = cluster ]; then
 		build_install metrics-server "$metrics_server_version" sigs.k8s.io/metrics-server/cmd/metrics-server
 		build_install local-path-provisioner "$local_path_version" github.com/rancher/local-path-provisioner
 		build_install kube-router "$kube_router_version" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+		build_cert_manager
+		build_install trust-manager "$trust_manager_version" github.com/cert-manager/trust-manager/cmd/trust-manager
 	) &
 	lane2=$!
 	failed=0

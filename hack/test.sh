@@ -60,6 +60,7 @@ wait_for etcd kube-apiserver
 OTELCOL_RELAY_BIN=$RELAY $GO test -p 1 -count=1 -timeout "$TEST_TIMEOUT" ./test/e2e
 
 wait_for kubelet kube-proxy kube-scheduler kube-controller-manager kubectl \
-	containerd containerd-shim-runc-v2 ctr coredns metrics-server local-path-provisioner kube-router
+	containerd containerd-shim-runc-v2 ctr coredns metrics-server local-path-provisioner kube-router \
+	cert-manager-controller trust-manager
 peers_done || { echo "test: the Kubernetes peers failed to build (log above)" >&2; exit 1; }
 OTELCOL_RELAY_BIN=$RELAY $GO test -p 1 -count=1 -timeout "$TEST_TIMEOUT" ./test/cluster
