@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,7 +86,7 @@ func StartKube(t T) *Kube {
 	etcdPeer := FreePort(t)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	etcdExited := startProcess(t, "etcd", etcdBin,
+	etcdExited := StartProcess(t, "etcd", etcdBin,
 		"--name=default",
 		"--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+etcdURL,
@@ -140,7 +141,7 @@ func StartKube(t T) *Kube {
 	port := FreePort(t)
 	k.Port = strconv.Itoa(port)
 	k.Server = "https://127.0.0.1:" + k.Port
-	apiExited := startProcess(t, "kube-apiserver", apiBin,
+	apiExited := StartProcess(t, "kube-apiserver", apiBin,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -309,13 +310,15 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// startProcess runs bin until the test ends and returns a func that reports
-// whether it has exited.
-func startProcess(t T, name, bin string, args ...string) func() bool {
+// StartProcess runs bin until the test ends (or the test binary dies, by a signal
+// too) and returns a func that reports whether it has exited. Its output is logged
+// when the test fails.
+func StartProcess(t T, name, bin string, args ...string) func() bool {
 	t.Helper()
 	out := &syncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}

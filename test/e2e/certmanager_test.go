@@ -6,14 +6,11 @@ package e2e_test
 // deploy/overlays/platform: applied server-side to a real kube-apiserver that has
 // the real CRDs (cert-manager's and trust-manager's from their Go modules,
 // prometheus-operator's PrometheusRule from its module), so the API server's
-// schema validation checks every field; and the Secrets and ConfigMap the pods
+// schema validation checks every field (e2e.PlatformCRDFiles); and the Secrets and ConfigMap the pods
 // mount are the ones cert-manager and trust-manager write.
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,56 +22,19 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
-// The modules the CRDs are read from, and the files in them. Fetched with
-// `go mod download` into the shared module cache, in a throwaway module so the
-// project's go.mod never changes.
-var crdSources = []struct{ module, glob string }{
-	{"github.com/cert-manager/cert-manager@v1.21.2", "deploy/crds/*.yaml"},
-	{"github.com/cert-manager/trust-manager@v0.25.0", "deploy/crds/trust.cert-manager.io_bundles.yaml"},
-	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_*monitors.yaml"},
-	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"},
-}
-
-// moduleDir downloads module@version into the module cache and returns its directory.
-func moduleDir(t *testing.T, modVersion string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module crdfetch\n\ngo 1.26\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go mod download %s: %v\n%s", modVersion, err, out)
-	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
-		t.Fatalf("go mod download %s: %v %s\n%s", modVersion, err, info.Error, out)
-	}
-	return info.Dir
-}
-
 func installCRDs(t *testing.T, k *e2e.Kube) {
 	t.Helper()
 	var names []string
-	for _, s := range crdSources {
-		files, err := filepath.Glob(filepath.Join(moduleDir(t, s.module), s.glob))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("%s has no %s (%v)", s.module, s.glob, err)
+	for _, f := range e2e.PlatformCRDFiles(t) {
+		k.MustKubectl(t, "apply", "--server-side", "-f", f)
+		var crd struct {
+			Metadata struct{ Name string } `json:"metadata"`
 		}
-		for _, f := range files {
-			k.MustKubectl(t, "apply", "--server-side", "-f", f)
-			var crd struct {
-				Metadata struct{ Name string } `json:"metadata"`
-			}
-			raw, _ := os.ReadFile(f)
-			if err := yaml.Unmarshal(raw, &crd); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			names = append(names, "crd/"+crd.Metadata.Name)
+		raw, _ := os.ReadFile(f)
+		if err := yaml.Unmarshal(raw, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
 		}
+		names = append(names, "crd/"+crd.Metadata.Name)
 	}
 	k.MustKubectl(t, append([]string{"wait", "--for=condition=Established", "--timeout=120s"}, names...)...)
 }
