@@ -143,23 +143,10 @@ func install(t *testing.T) *pki {
 			t.Fatal(err)
 		}
 		installOverlay = overlay
-		base := repoRel(t, overlay, "test", "cluster", "overlays", "aks")
-		mtls := repoRel(t, overlay, "deploy", "components", "backend-default-mtls")
-		writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - %s
-# The test's backend has a private CA and asks for a client certificate: the
-# README's component for such a default backend.
-components:
-  - %s
-# The image `+"`make image`"+` built, imported into the node (deploy/README.md: point
-# kustomize at your build).
-images:
-  - name: localhost/otelcol-relay
-    newName: %s
-    newTag: %s
-`, base, mtls, imageName(t), imageTag(t))))
+		// The test's backend has a private CA and asks for a client certificate: the
+		// README's component for such a default backend.
+		writeTestOverlay(t, overlay, []string{"test/cluster/overlays/aks"},
+			[]string{"deploy/components/backend-default-mtls"}, nil)
 		mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
 		ok = true
 	})
@@ -167,6 +154,39 @@ images:
 		t.Fatal(installErr)
 	}
 	return installPKI
+}
+
+// writeTestOverlay writes dir/kustomization.yaml: the kustomizations resources and
+// the components (repository paths) as a user combines them, with the image `make
+// image` built and imported into the node (deploy/README.md: point kustomize at your
+// build), and, for the test node's 2 CPUs, the CPU request of each StatefulSet named
+// in smallCPU scaled down to 100m: the only change a test makes to the manifests.
+func writeTestOverlay(t *testing.T, dir string, resources, components, smallCPU []string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
+	for _, r := range resources {
+		fmt.Fprintf(&b, "  - %s\n", repoRel(t, dir, strings.Split(r, "/")...))
+	}
+	if len(components) > 0 {
+		b.WriteString("components:\n")
+		for _, c := range components {
+			fmt.Fprintf(&b, "  - %s\n", repoRel(t, dir, strings.Split(c, "/")...))
+		}
+	}
+	if len(smallCPU) > 0 {
+		b.WriteString("patches:\n")
+		for _, name := range smallCPU {
+			fmt.Fprintf(&b, `  - target: {kind: StatefulSet, name: %s}
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/containers/0/resources/requests/cpu
+        value: 100m
+`, name)
+		}
+	}
+	fmt.Fprintf(&b, "images:\n  - name: localhost/otelcol-relay\n    newName: %s\n    newTag: %s\n", imageName(t), imageTag(t))
+	writeFile(t, filepath.Join(dir, "kustomization.yaml"), []byte(b.String()))
 }
 
 func imageName(t *testing.T) string {

@@ -102,17 +102,7 @@ func (l *load) setRate(t *testing.T, perSecond int) {
 // counts. A number the sender had acknowledged and the backend never got is lost.
 func (l *load) finish(t *testing.T, backendIP string, budget time.Duration) (loadStatus, seqCount) {
 	t.Helper()
-	if err := getJSON("http://"+l.ip+":2020/stop", nil); err != nil {
-		t.Fatal(err)
-	}
-	var st loadStatus
-	eventually(t, "load "+l.run+": every chunk acknowledged", budget, func() string {
-		st = l.status(t)
-		if st.Pending != 0 {
-			return fmt.Sprintf("%+v", st)
-		}
-		return ""
-	})
+	st := l.stop(t, "load", budget)
 	var sc seqCount
 	var stable int
 	eventually(t, "load "+l.run+": the backend has every number", budget, func() string {
@@ -135,6 +125,23 @@ func (l *load) finish(t *testing.T, backendIP string, budget time.Duration) (loa
 		t.Errorf("load %s: the relay refused %d records for good", l.run, st.Dropped)
 	}
 	return st, sc
+}
+
+// stop stops the sender and waits until every chunk it handed out is acknowledged
+// (it retries without limit) and at least one was.
+func (l *load) stop(t *testing.T, role string, budget time.Duration) loadStatus {
+	t.Helper()
+	if err := getJSON("http://"+l.ip+":2020/stop", nil); err != nil {
+		t.Fatal(err)
+	}
+	var st loadStatus
+	eventually(t, role+" "+l.run+": every chunk acknowledged", budget, func() string {
+		if st = l.status(t); st.Pending != 0 || st.Acked == 0 {
+			return fmt.Sprintf("%+v", st)
+		}
+		return ""
+	})
+	return st
 }
 
 // relayPod is one relay pod of the StatefulSet as the API has it now.

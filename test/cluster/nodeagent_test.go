@@ -143,16 +143,7 @@ func startApp(t *testing.T, run, url string, rate int) *load {
 // once every number it had acknowledged is there.
 func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 	t.Helper()
-	if err := getJSON("http://"+l.ip+":2020/stop", nil); err != nil {
-		t.Fatal(err)
-	}
-	var st loadStatus
-	eventually(t, "app "+l.run+": every chunk acknowledged", readyBudget, func() string {
-		if st = l.status(t); st.Pending != 0 || st.Acked == 0 {
-			return fmt.Sprintf("%+v", st)
-		}
-		return ""
-	})
+	st := l.stop(t, "app", readyBudget)
 	num := regexp.MustCompile(`^app ` + l.run + ` (\d+)$`)
 	var recs []backendRecord
 	eventually(t, "app "+l.run+": the backend has every number", readyBudget, func() string {

@@ -36,27 +36,8 @@ func TestExampleBackendOverlay(t *testing.T) {
 	sh(t, p.dir, []string{"NS=" + relayNS, "EXAMPLE_API_KEY=" + exampleAPIKey}, block)
 
 	overlay := t.TempDir()
-	writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - %s
-components:
-  - %s
-# The test node's 2 CPUs: the relay's request scaled down, and only that (as
-# test/cluster/overlays/aks does).
-patches:
-  - target: {kind: StatefulSet, name: otelcol-relay}
-    patch: |-
-      - op: replace
-        path: /spec/template/spec/containers/0/resources/requests/cpu
-        value: 100m
-images:
-  - name: localhost/otelcol-relay
-    newName: %s
-    newTag: %s
-`, repoRel(t, overlay, "deploy", "overlays", "example-backend"),
-		repoRel(t, overlay, "deploy", "components", "backend-default-mtls"),
-		imageName(t), imageTag(t))))
+	writeTestOverlay(t, overlay, []string{"deploy/overlays/example-backend"},
+		[]string{"deploy/components/backend-default-mtls"}, []string{"otelcol-relay"})
 	start := time.Now()
 	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
 	t.Cleanup(func() {

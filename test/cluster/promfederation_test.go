@@ -4,7 +4,6 @@ package cluster
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,30 +67,12 @@ spec:
 
 	sh(t, p.dir, []string{"NS=" + relayNS}, readmeBlock(t, "## What you create before applying", "With `components/federation`"))
 	overlay := t.TempDir()
-	writeFile(t, filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - %s
-components:
-  - %s
-  - %s
-  - %s
-# The test node's 2 CPUs: federation's request scaled down (500m), and only that.
-patches:
-  - target: {kind: StatefulSet, name: otelcol-relay-federation}
-    patch: |-
-      - op: replace
-        path: /spec/template/spec/containers/0/resources/requests/cpu
-        value: 100m
-images:
-  - name: localhost/otelcol-relay
-    newName: %s
-    newTag: %s
-`, repoRel(t, overlay, "test", "cluster", "overlays", "aks"),
-		repoRel(t, overlay, "deploy", "components", "federation"),
-		repoRel(t, overlay, "deploy", "components", "federation-plain-http"),
-		repoRel(t, overlay, "deploy", "components", "backend-default-mtls"),
-		imageName(t), imageTag(t))))
+	// federation's request is 500m.
+	writeTestOverlay(t, overlay, []string{"test/cluster/overlays/aks"}, []string{
+		"deploy/components/federation",
+		"deploy/components/federation-plain-http",
+		"deploy/components/backend-default-mtls",
+	}, []string{"otelcol-relay-federation"})
 	// --force-conflicts: the manifests take back what earlier tests set with kubectl.
 	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
 	podIP(t, relayNS, "app.kubernetes.io/component=federation")

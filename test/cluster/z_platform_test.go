@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+// The file's name sorts it last of the package, and Go runs tests in file order:
+// TestPlatformOverlay removes the aks install every other test shares.
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+)
+
+// TestPlatformOverlay installs deploy/overlays/platform from zero, as deploy/README.md's
+// "Certificates from cert-manager" says, on a cluster running the real cert-manager
+// controller and trust-manager (built from their Go modules by hack/kube-peers.sh,
+// run beside the control plane; the CRDs from the same modules, prometheus-operator's
+// for the monitors and rules, which only need to be accepted). The aks install goes
+// first (its namespaces deleted, as a user starting over does), so every keypair the
+// pods mount is one cert-manager wrote and the CA bundle is trust-manager's. Then:
+// every Certificate Ready, the Bundle's ConfigMap in both namespaces holding the CA,
+// two relays and the agent Ready with no restart, every numbered record of a sender
+// holding fluent-bit's issued keypair at the backend, and the agent's kubelet
+// metrics arriving through the gateway on its issued client keypair.
+func TestPlatformOverlay(t *testing.T) {
+	p := install(t)
+	backendIP := podIP(t, backendNS, "app=backend")
+	for _, b := range []string{"cert-manager-controller", "trust-manager"} {
+		if _, err := os.Stat(filepath.Join(repoRoot, "bin", b)); err != nil {
+			t.Fatalf("bin/%s is not built (hack/kube-peers.sh cluster)", b)
+		}
+	}
+
+	installErr = "TestPlatformOverlay replaced the aks install: it runs last (z_platform_test.go)"
+	start := time.Now()
+	mustKubectl(t, "", "delete", "namespace", relayNS, loggingNS, "--timeout=5m")
+	t.Logf("the aks install removed in %s", time.Since(start).Round(time.Second))
+
+	// What a cluster with cert-manager and trust-manager has before otelcol-relay.
+	mustKubectl(t, "", "create", "namespace", "cert-manager")
+	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "namespace", "cert-manager", "--wait=false") })
+	var crds []string
+	for _, f := range e2e.PlatformCRDFiles(t) {
+		out := mustKubectl(t, "", "apply", "--server-side", "-f", f, "-o", "name")
+		crds = append(crds, strings.Fields(out)...)
+	}
+	mustKubectl(t, "", append([]string{"wait", "--for=condition=Established", "--timeout=2m"}, crds...)...)
+	runIssuers(t)
+
+	overlay := t.TempDir()
+	writeTestOverlay(t, overlay, []string{"deploy/overlays/platform"},
+		[]string{"deploy/components/backend-default-mtls"}, []string{"otelcol-relay"})
+	block := readmeBlock(t, "## Certificates from cert-manager", "only the\ntwo namespaces")
+	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
+	block = strings.ReplaceAll(block, "-k deploy/overlays/platform", "-k "+overlay)
+	if !strings.Contains(block, "-k "+overlay) {
+		t.Fatalf("the README's block applies no deploy/overlays/platform:\n%s", block)
+	}
+	// The test's backend asks for a client certificate: the by-hand line for
+	// components/backend-default-mtls, before the overlay.
+	for _, l := range strings.Split(readmeBlock(t, "## What you create before applying", "**By hand.**"), "\n") {
+		if strings.Contains(l, "create secret tls otelcol-relay-backend-default-tls") {
+			block = strings.Replace(block, "kubectl apply --server-side", l+"\nkubectl apply --server-side", 1)
+		}
+	}
+	start = time.Now()
+	sh(t, p.dir, []string{"TOKEN=cluster-test-token"}, block)
+	t.Logf("README commands: Certificates Ready %s after the apply", time.Since(start).Round(100*time.Millisecond))
+
+	// trust-manager's bundle is cert-manager's CA, where the pods and fluent-bit read it.
+	caSecret := mustKubectl(t, "", "-n", "cert-manager", "get", "secret", "otelcol-relay-ca", "-o", `jsonpath={.data.ca\.crt}`)
+	for _, ns := range []string{relayNS, loggingNS} {
+		eventually(t, "trust-manager's ConfigMap otelcol-relay-ca in "+ns, readyBudget, func() string {
+			out, err := kubectl(t, "", "-n", ns, "get", "configmap", "otelcol-relay-ca", "-o", `jsonpath={.data.ca\.crt}`)
+			if err != nil {
+				return err.Error()
+			}
+			if !strings.Contains(out, "BEGIN CERTIFICATE") || strings.TrimSpace(out) != strings.TrimSpace(decodeB64(t, caSecret)) {
+				return "not the CA Secret's ca.crt: " + tail(out, 2)
+			}
+			return ""
+		})
+	}
+	waitRelays(t, 2, readyBudget)
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
+	t.Logf("relays and agent Ready %s after the apply", time.Since(start).Round(100*time.Millisecond))
+	for _, pod := range getPods(t, relayNS).Items {
+		for _, c := range pod.Status.ContainerStatuses {
+			if c.RestartCount != 0 {
+				t.Errorf("pod %s container %s restarted %d times", pod.Metadata.Name, c.Name, c.RestartCount)
+			}
+		}
+	}
+	issuer := mustKubectl(t, "", "-n", relayNS, "get", "secret", "otelcol-relay-receiver-tls", "-o", `jsonpath={.metadata.annotations.cert-manager\.io/issuer-name}`)
+	if issuer != "otelcol-relay-ca" {
+		t.Errorf("Secret otelcol-relay-receiver-tls: issuer-name annotation %q, want otelcol-relay-ca (cert-manager's)", issuer)
+	}
+
+	// fluent-bit's side: the load sender mounts what cert-manager and trust-manager
+	// wrote into logging, as deploy/fluent-bit does.
+	if err := getJSON("http://"+backendIP+":8080/metrics/reset", nil); err != nil {
+		t.Fatal(err)
+	}
+	l := startLoad(t, "platform", 1000, 2)
+	time.Sleep(5 * time.Second)
+	_, sc := l.finish(t, backendIP, readyBudget)
+	if sc.Missing != 0 {
+		t.Errorf("%d acknowledged records missing (first: %v)", sc.Missing, sc.FirstMissing)
+	}
+	// The agent's side: kubelet_stats of the new relay pod, sent to the gateway with
+	// the agent's issued keypair, verifying the kubelet's certificate (the base).
+	eventually(t, "the agent's kubelet metrics of the new relays at the backend", readyBudget, func() string {
+		got, err := podMetrics(t, backendIP)
+		if err != nil {
+			return err.Error()
+		}
+		if !got["k8s.pod.cpu."][relayNS+"/otelcol-relay-0"] {
+			return fmt.Sprintf("no k8s.pod.cpu.* of otelcol-relay-0 yet (%d pods have one)", len(got["k8s.pod.cpu."]))
+		}
+		return ""
+	})
+}
+
+// runIssuers runs cert-manager's controller and trust-manager on the host until the
+// test ends, with the cluster's admin kubeconfig, as the control plane runs.
+func runIssuers(t *testing.T) {
+	t.Helper()
+	webhook := t.TempDir()
+	kp := testcerts.NewCA(t, "trust-manager-webhook-test").Server(t, testcerts.Options{
+		CommonName: "trust-manager", IPs: []net.IP{net.ParseIP("127.0.0.1")}})
+	writeFile(t, filepath.Join(webhook, "tls.crt"), kp.CertPEM)
+	writeFile(t, filepath.Join(webhook, "tls.key"), kp.KeyPEM)
+	// No webhook configuration points at trust-manager's server: it only has to start.
+	bin := filepath.Join(repoRoot, "bin")
+	e2e.StartProcess(t, "cert-manager-controller", filepath.Join(bin, "cert-manager-controller"),
+		"--kubeconfig", kubeconfig, "--cluster-resource-namespace", "cert-manager")
+	e2e.StartProcess(t, "trust-manager", filepath.Join(bin, "trust-manager"),
+		"--kubeconfig", kubeconfig, "--trust-namespace", "cert-manager",
+		"--leader-elect=false", "--readiness-probe-port=0", "--metrics-port=0",
+		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(e2e.FreePort(t)), "--webhook-certificate-dir="+webhook)
+}
+
+func decodeB64(t *testing.T, s string) string {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return string(b)
+}
