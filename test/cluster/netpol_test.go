@@ -10,10 +10,13 @@ import (
 	"testing"
 )
 
-// probeFrom runs clustertool probe in ns with labels and returns its outcome per
-// address ("OK" or "FAIL ..."). The pod is never Ready (its probe port is closed),
-// so a probe carrying the relay's labels never joins the relay's Service.
-func probeFrom(t *testing.T, ns, name, labels string, addrs ...string) map[string]string {
+// probe is a clustertool probe pod.
+type probe struct{ ns, name, labels string }
+
+// startProbe runs clustertool probe in ns with labels. The pod is never Ready (its
+// probe port is closed), so a probe carrying the relay's labels never joins the
+// relay's Service.
+func startProbe(t *testing.T, ns, name, labels string, addrs ...string) probe {
 	t.Helper()
 	args := `["probe"`
 	for _, a := range addrs {
@@ -33,6 +36,13 @@ spec:
     readinessProbe: {tcpSocket: {port: 1}, periodSeconds: 30}
 `, name, ns, labels, args), "apply", "--server-side", "-f", "-")
 	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", ns, "delete", "pod", name, "--wait=false") })
+	return probe{ns, name, labels}
+}
+
+// result waits for the probe's outcome per address ("OK" or "FAIL ...").
+func (p probe) result(t *testing.T) map[string]string {
+	t.Helper()
+	ns, name, labels := p.ns, p.name, p.labels
 	out := map[string]string{}
 	eventually(t, "probe "+name+" done", readyBudget, func() string {
 		logs, err := kubectl(t, "", "-n", ns, "logs", name)
@@ -85,9 +95,15 @@ func TestNetworkPolicyEnforced(t *testing.T) {
 	// fluent-bit is admitted from its own namespace only (deploy/fluent-bit's
 	// logging, which the install made): the label alone is anyone's to set.
 	mustKubectl(t, "", "label", "--overwrite", "namespace", "logging", "otelcol-relay-cluster-test=true")
-	allowed := probeFrom(t, "logging", "as-fluent-bit", "app.kubernetes.io/name: fluent-bit", relay4318, relay4317)
-	denied := probeFrom(t, "otelcol-relay-np", "stranger", "app: stranger", relay4318, relay4317)
-	posing := probeFrom(t, "otelcol-relay-np", "posing-as-fluent-bit", "app.kubernetes.io/name: fluent-bit", relay4318, relay4317)
+	// The probes run side by side: each waits for its outcome to settle.
+	probes := []probe{
+		startProbe(t, "logging", "as-fluent-bit", "app.kubernetes.io/name: fluent-bit", relay4318, relay4317),
+		startProbe(t, "otelcol-relay-np", "stranger", "app: stranger", relay4318, relay4317),
+		startProbe(t, "otelcol-relay-np", "posing-as-fluent-bit", "app.kubernetes.io/name: fluent-bit", relay4318, relay4317),
+		startProbe(t, relayNS, "as-relay",
+			"app.kubernetes.io/name: otelcol-relay, app.kubernetes.io/component: gateway", backendOTLP, backendStatus),
+	}
+	allowed, denied, posing, egress := probes[0].result(t), probes[1].result(t), probes[2].result(t), probes[3].result(t)
 	for _, a := range []string{relay4318, relay4317} {
 		if allowed[a] != "OK" {
 			t.Errorf("a fluent-bit pod in logging cannot reach %s: %s", a, allowed[a])
@@ -98,8 +114,6 @@ func TestNetworkPolicyEnforced(t *testing.T) {
 			}
 		}
 	}
-	egress := probeFrom(t, relayNS, "as-relay",
-		"app.kubernetes.io/name: otelcol-relay, app.kubernetes.io/component: gateway", backendOTLP, backendStatus)
 	if egress[backendOTLP] != "OK" {
 		t.Errorf("the relay cannot reach the backend's OTLP port %s: %s", backendOTLP, egress[backendOTLP])
 	}

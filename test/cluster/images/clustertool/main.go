@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -77,31 +78,44 @@ func lines() error {
 // the pod starts (kube-router on its pod watch): the first dial would judge the
 // state before the policy applies to this pod.
 func probe(addrs []string) error {
-	const settle, every, limit = 20 * time.Second, time.Second, 2 * time.Minute
-	for _, a := range addrs {
-		var last string
-		var since time.Time
-		for start := time.Now(); time.Since(start) < limit; time.Sleep(every) {
-			outcome := "OK " + a
-			if c, err := net.DialTimeout("tcp", a, 3*time.Second); err != nil {
-				outcome = fmt.Sprintf("FAIL %s: %v", a, err)
-			} else {
-				c.Close()
-			}
-			if strings.SplitN(outcome, ":", 2)[0] != strings.SplitN(last, ":", 2)[0] {
-				last, since = outcome, time.Now()
-			}
-			if time.Since(since) >= settle {
-				break
-			}
-		}
-		fmt.Println(last)
+	// The addresses settle side by side: a policy applies to the pod, not per address.
+	outcomes := make([]string, len(addrs))
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Go(func() { outcomes[i] = settledDial(a) })
+	}
+	wg.Wait()
+	for _, o := range outcomes {
+		fmt.Println(o)
 	}
 	fmt.Println("DONE")
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
 	return nil
+}
+
+// settledDial dials a every second until its outcome ("OK a" or "FAIL a: why") has
+// held for settle, and returns it.
+func settledDial(a string) string {
+	const settle, every, limit = 20 * time.Second, time.Second, 2 * time.Minute
+	var last string
+	var since time.Time
+	for start := time.Now(); time.Since(start) < limit; time.Sleep(every) {
+		outcome := "OK " + a
+		if c, err := net.DialTimeout("tcp", a, 3*time.Second); err != nil {
+			outcome = fmt.Sprintf("FAIL %s: %v", a, err)
+		} else {
+			c.Close()
+		}
+		if strings.SplitN(outcome, ":", 2)[0] != strings.SplitN(last, ":", 2)[0] {
+			last, since = outcome, time.Now()
+		}
+		if time.Since(since) >= settle {
+			break
+		}
+	}
+	return last
 }
 
 func envOr(k, def string) string {
