@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -20,10 +21,22 @@ var platformCRDs = []struct{ module, glob string }{
 	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"},
 }
 
-// PlatformCRDFiles returns the files of platformCRDs, fetched with `go mod download`
+// InstallPlatformCRDs applies platformCRDs server-side with kubectl (the caller's,
+// against its API server) and waits until they are served.
+func InstallPlatformCRDs(t testing.TB, kubectl func(args ...string) string) {
+	t.Helper()
+	apply := []string{"apply", "--server-side", "-o", "name"}
+	for _, f := range platformCRDFiles(t) {
+		apply = append(apply, "-f", f)
+	}
+	crds := strings.Fields(kubectl(apply...))
+	kubectl(append([]string{"wait", "--for=condition=Established", "--timeout=2m"}, crds...)...)
+}
+
+// platformCRDFiles returns the files of platformCRDs, fetched with `go mod download`
 // into the shared module cache from a throwaway module, so the project's go.mod
 // never changes.
-func PlatformCRDFiles(t testing.TB) []string {
+func platformCRDFiles(t testing.TB) []string {
 	t.Helper()
 	var files []string
 	for _, s := range platformCRDs {

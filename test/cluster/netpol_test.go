@@ -42,10 +42,9 @@ spec:
 // result waits for the probe's outcome per address ("OK" or "FAIL ...").
 func (p probe) result(t *testing.T) map[string]string {
 	t.Helper()
-	ns, name, labels := p.ns, p.name, p.labels
 	out := map[string]string{}
-	eventually(t, "probe "+name+" done", readyBudget, func() string {
-		logs, err := kubectl(t, "", "-n", ns, "logs", name)
+	eventually(t, "probe "+p.name+" done", readyBudget, func() string {
+		logs, err := kubectl(t, "", "-n", p.ns, "logs", p.name)
 		if err != nil {
 			return err.Error()
 		}
@@ -63,7 +62,7 @@ func (p probe) result(t *testing.T) map[string]string {
 		}
 		return ""
 	})
-	t.Logf("from %s (%s): %v", name, labels, out)
+	t.Logf("from %s (%s): %v", p.name, p.labels, out)
 	return out
 }
 

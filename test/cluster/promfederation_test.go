@@ -67,7 +67,6 @@ spec:
 
 	sh(t, p.dir, []string{"NS=" + relayNS}, readmeBlock(t, "## What you create before applying", "With `components/federation`"))
 	overlay := t.TempDir()
-	// federation's request is 500m.
 	writeTestOverlay(t, overlay, []string{"test/cluster/overlays/aks"}, []string{
 		"deploy/components/federation",
 		"deploy/components/federation-plain-http",

@@ -6,7 +6,6 @@ package cluster
 // TestPlatformOverlay removes the aks install every other test shares.
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -48,12 +47,7 @@ func TestPlatformOverlay(t *testing.T) {
 	// What a cluster with cert-manager and trust-manager has before otelcol-relay.
 	mustKubectl(t, "", "create", "namespace", "cert-manager")
 	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "namespace", "cert-manager", "--wait=false") })
-	var crds []string
-	for _, f := range e2e.PlatformCRDFiles(t) {
-		out := mustKubectl(t, "", "apply", "--server-side", "-f", f, "-o", "name")
-		crds = append(crds, strings.Fields(out)...)
-	}
-	mustKubectl(t, "", append([]string{"wait", "--for=condition=Established", "--timeout=2m"}, crds...)...)
+	e2e.InstallPlatformCRDs(t, func(args ...string) string { return mustKubectl(t, "", args...) })
 	runIssuers(t)
 
 	overlay := t.TempDir()
@@ -77,14 +71,14 @@ func TestPlatformOverlay(t *testing.T) {
 	t.Logf("README commands: Certificates Ready %s after the apply", time.Since(start).Round(100*time.Millisecond))
 
 	// trust-manager's bundle is cert-manager's CA, where the pods and fluent-bit read it.
-	caSecret := mustKubectl(t, "", "-n", "cert-manager", "get", "secret", "otelcol-relay-ca", "-o", `jsonpath={.data.ca\.crt}`)
+	ca := mustKubectl(t, "", "-n", "cert-manager", "get", "secret", "otelcol-relay-ca", "-o", `go-template={{index .data "ca.crt" | base64decode}}`)
 	for _, ns := range []string{relayNS, loggingNS} {
 		eventually(t, "trust-manager's ConfigMap otelcol-relay-ca in "+ns, readyBudget, func() string {
 			out, err := kubectl(t, "", "-n", ns, "get", "configmap", "otelcol-relay-ca", "-o", `jsonpath={.data.ca\.crt}`)
 			if err != nil {
 				return err.Error()
 			}
-			if !strings.Contains(out, "BEGIN CERTIFICATE") || strings.TrimSpace(out) != strings.TrimSpace(decodeB64(t, caSecret)) {
+			if !strings.Contains(out, "BEGIN CERTIFICATE") || strings.TrimSpace(out) != strings.TrimSpace(ca) {
 				return "not the CA Secret's ca.crt: " + tail(out, 2)
 			}
 			return ""
@@ -147,13 +141,4 @@ func runIssuers(t *testing.T) {
 		"--kubeconfig", kubeconfig, "--trust-namespace", "cert-manager",
 		"--leader-elect=false", "--readiness-probe-port=0", "--metrics-port=0",
 		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(e2e.FreePort(t)), "--webhook-certificate-dir="+webhook)
-}
-
-func decodeB64(t *testing.T, s string) string {
-	t.Helper()
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		t.Fatalf("%q: %v", s, err)
-	}
-	return string(b)
 }

@@ -6,7 +6,7 @@ package e2e_test
 // deploy/overlays/platform: applied server-side to a real kube-apiserver that has
 // the real CRDs (cert-manager's and trust-manager's from their Go modules,
 // prometheus-operator's PrometheusRule from its module), so the API server's
-// schema validation checks every field (e2e.PlatformCRDFiles); and the Secrets and ConfigMap the pods
+// schema validation checks every field (e2e.InstallPlatformCRDs); and the Secrets and ConfigMap the pods
 // mount are the ones cert-manager and trust-manager write.
 
 import (
@@ -21,23 +21,6 @@ import (
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
-
-func installCRDs(t *testing.T, k *e2e.Kube) {
-	t.Helper()
-	var names []string
-	for _, f := range e2e.PlatformCRDFiles(t) {
-		k.MustKubectl(t, "apply", "--server-side", "-f", f)
-		var crd struct {
-			Metadata struct{ Name string } `json:"metadata"`
-		}
-		raw, _ := os.ReadFile(f)
-		if err := yaml.Unmarshal(raw, &crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		names = append(names, "crd/"+crd.Metadata.Name)
-	}
-	k.MustKubectl(t, append([]string{"wait", "--for=condition=Established", "--timeout=120s"}, names...)...)
-}
 
 // The fields of cert-manager's and trust-manager's objects these tests read.
 type cmCertificate struct {
@@ -315,7 +298,7 @@ func bundleTargets(exprs []matchExpression, ns string) bool {
 // second apply changes nothing.
 func TestKubeCertManagerComponent(t *testing.T) {
 	k := e2e.StartKube(t)
-	installCRDs(t, k)
+	e2e.InstallPlatformCRDs(t, func(args ...string) string { return k.MustKubectl(t, args...) })
 	// cert-manager's namespace and fluent-bit's exist before this is installed.
 	k.MustKubectl(t, "create", "namespace", "cert-manager")
 	k.MustKubectl(t, "create", "namespace", "logging")
