@@ -19,9 +19,6 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter/internal/metadata"
 )
@@ -89,43 +86,48 @@ func createLogs(ctx context.Context, set exporter.Settings, c component.Config) 
 // newLogs is createLogs with the queue's encoding as a parameter (nil: this
 // release's), so that a test can queue items in an earlier release's format.
 func newLogs(ctx context.Context, set exporter.Settings, cfg *Config, enc exporterhelper.QueueBatchEncoding[xexporterhelper.Request]) (exporter.Logs, error) {
-	u, err := cfg.signalURL(cfg.LogsEndpoint, "logs")
+	e, opts, err := newSignalExporter(cfg, set, logsSignal, cfg.LogsEndpoint, enc)
 	if err != nil {
 		return nil, err
 	}
-	e := newWireExporter(cfg, set, logsSignal, u)
-	if enc == nil {
-		enc = queueEncoding{sig: logsSignal, handoff: &e.handoff}
-	}
-	return xexporterhelper.NewLogsRequest(ctx, set,
-		func(ctx context.Context, ld plog.Logs) (xexporterhelper.Request, error) { return logsRequest(ctx, ld) },
-		e.push, options(cfg, e, u, enc)...)
+	return xexporterhelper.NewLogsRequest(ctx, set, converter(logsRequest), e.push, opts...)
 }
 
 func createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
 	cfg := c.(*Config)
-	u, err := cfg.signalURL(cfg.MetricsEndpoint, "metrics")
+	e, opts, err := newSignalExporter(cfg, set, metricsSignal, cfg.MetricsEndpoint, nil)
 	if err != nil {
 		return nil, err
 	}
-	e := newWireExporter(cfg, set, metricsSignal, u)
-	return xexporterhelper.NewMetricsRequest(ctx, set,
-		func(ctx context.Context, md pmetric.Metrics) (xexporterhelper.Request, error) {
-			return metricsRequest(ctx, md)
-		},
-		e.push, options(cfg, e, u, queueEncoding{sig: e.sig, handoff: &e.handoff})...)
+	return xexporterhelper.NewMetricsRequest(ctx, set, converter(metricsRequest), e.push, opts...)
 }
 
 func createTraces(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Traces, error) {
 	cfg := c.(*Config)
-	u, err := cfg.signalURL(cfg.TracesEndpoint, "traces")
+	e, opts, err := newSignalExporter(cfg, set, tracesSignal, cfg.TracesEndpoint, nil)
 	if err != nil {
 		return nil, err
 	}
-	e := newWireExporter(cfg, set, tracesSignal, u)
-	return xexporterhelper.NewTracesRequest(ctx, set,
-		func(ctx context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
-			return tracesRequest(ctx, td)
-		},
-		e.push, options(cfg, e, u, queueEncoding{sig: e.sig, handoff: &e.handoff})...)
+	return xexporterhelper.NewTracesRequest(ctx, set, converter(tracesRequest), e.push, opts...)
+}
+
+// newSignalExporter is the part of the create functions that does not depend
+// on the signal's pdata type. endpoint is the signal's <signal>_endpoint; a
+// nil enc is this release's queue encoding.
+func newSignalExporter(cfg *Config, set exporter.Settings, sig *signal, endpoint string, enc exporterhelper.QueueBatchEncoding[xexporterhelper.Request]) (*wireExporter, []exporterhelper.Option, error) {
+	u, err := cfg.signalURL(endpoint, sig.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := newWireExporter(cfg, set, sig, u)
+	if enc == nil {
+		enc = queueEncoding{sig: sig, handoff: &e.handoff}
+	}
+	return e, options(cfg, e, u, enc), nil
+}
+
+// converter adapts an intake converter to exporterhelper's, which returns
+// the Request interface rather than *wireRequest.
+func converter[T any](toRequest func(context.Context, T) (*wireRequest, error)) xexporterhelper.RequestConverterFunc[T] {
+	return func(ctx context.Context, data T) (xexporterhelper.Request, error) { return toRequest(ctx, data) }
 }

@@ -48,88 +48,83 @@ var logsSignal, metricsSignal, tracesSignal *signal
 func init() {
 	logsSignal = &signal{
 		name: "logs", unit: "log records", message: "ExportLogsServiceRequest", count: countLogRecords,
-		decode: func(b []byte) (decoded, error) {
-			req := plogotlp.NewExportRequest()
-			if err := req.UnmarshalProto(b); err != nil {
-				return nil, err
-			}
-			return logsDecoded{ld: req.Logs(), n: len(b)}, nil
-		},
-		fromUpstream: func(b []byte) (context.Context, *wireRequest, error) {
-			ctx, ld, err := pdatareq.UnmarshalLogs(b)
-			if errors.Is(err, pdatareq.ErrInvalidFormat) {
-				ld, err = (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b)
-			}
-			if err != nil {
-				return ctx, nil, err
-			}
-			r, err := logsFromPdata(ld)
-			return ctx, r, err
-		},
-		partialSuccess: func(body []byte, json bool) (int64, string, error) {
-			resp := plogotlp.NewExportResponse()
-			if err := unmarshalResponse(resp, body, json); err != nil {
-				return 0, "", err
-			}
-			return resp.PartialSuccess().RejectedLogRecords(), resp.PartialSuccess().ErrorMessage(), nil
-		},
+		decode: decoder(plogotlp.NewExportRequest, func(req plogotlp.ExportRequest, n int) decoded {
+			return logsDecoded{ld: req.Logs(), n: n}
+		}),
+		fromUpstream:   upstreamDecoder(pdatareq.UnmarshalLogs, (&plog.ProtoUnmarshaler{}).UnmarshalLogs, logsFromPdata),
+		partialSuccess: partialSuccessDecoder(plogotlp.NewExportResponse, plogotlp.ExportPartialSuccess.RejectedLogRecords),
 	}
 	metricsSignal = &signal{
 		name: "metrics", unit: "data points", message: "ExportMetricsServiceRequest", count: countDataPoints,
-		decode: func(b []byte) (decoded, error) {
-			req := pmetricotlp.NewExportRequest()
-			if err := req.UnmarshalProto(b); err != nil {
-				return nil, err
-			}
-			return metricsDecoded{md: req.Metrics(), n: len(b)}, nil
-		},
-		fromUpstream: func(b []byte) (context.Context, *wireRequest, error) {
-			ctx, md, err := pdatareq.UnmarshalMetrics(b)
-			if errors.Is(err, pdatareq.ErrInvalidFormat) {
-				md, err = (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b)
-			}
-			if err != nil {
-				return ctx, nil, err
-			}
-			r, err := metricsFromPdata(md)
-			return ctx, r, err
-		},
-		partialSuccess: func(body []byte, json bool) (int64, string, error) {
-			resp := pmetricotlp.NewExportResponse()
-			if err := unmarshalResponse(resp, body, json); err != nil {
-				return 0, "", err
-			}
-			return resp.PartialSuccess().RejectedDataPoints(), resp.PartialSuccess().ErrorMessage(), nil
-		},
+		decode: decoder(pmetricotlp.NewExportRequest, func(req pmetricotlp.ExportRequest, n int) decoded {
+			return metricsDecoded{md: req.Metrics(), n: n}
+		}),
+		fromUpstream:   upstreamDecoder(pdatareq.UnmarshalMetrics, (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics, metricsFromPdata),
+		partialSuccess: partialSuccessDecoder(pmetricotlp.NewExportResponse, pmetricotlp.ExportPartialSuccess.RejectedDataPoints),
 	}
 	tracesSignal = &signal{
 		name: "traces", unit: "spans", message: "ExportTraceServiceRequest", count: countSpans,
-		decode: func(b []byte) (decoded, error) {
-			req := ptraceotlp.NewExportRequest()
-			if err := req.UnmarshalProto(b); err != nil {
-				return nil, err
-			}
-			return tracesDecoded{td: req.Traces(), n: len(b)}, nil
-		},
-		fromUpstream: func(b []byte) (context.Context, *wireRequest, error) {
-			ctx, td, err := pdatareq.UnmarshalTraces(b)
-			if errors.Is(err, pdatareq.ErrInvalidFormat) {
-				td, err = (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
-			}
-			if err != nil {
-				return ctx, nil, err
-			}
-			r, err := tracesFromPdata(td)
-			return ctx, r, err
-		},
-		partialSuccess: func(body []byte, json bool) (int64, string, error) {
-			resp := ptraceotlp.NewExportResponse()
-			if err := unmarshalResponse(resp, body, json); err != nil {
-				return 0, "", err
-			}
-			return resp.PartialSuccess().RejectedSpans(), resp.PartialSuccess().ErrorMessage(), nil
-		},
+		decode: decoder(ptraceotlp.NewExportRequest, func(req ptraceotlp.ExportRequest, n int) decoded {
+			return tracesDecoded{td: req.Traces(), n: n}
+		}),
+		fromUpstream:   upstreamDecoder(pdatareq.UnmarshalTraces, (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces, tracesFromPdata),
+		partialSuccess: partialSuccessDecoder(ptraceotlp.NewExportResponse, ptraceotlp.ExportPartialSuccess.RejectedSpans),
 	}
+}
+
+// decoder makes a signal's decode from its Export<Signal>ServiceRequest
+// constructor; wrap gets the parsed request and the chunk's length.
+func decoder[R interface{ UnmarshalProto([]byte) error }](newReq func() R, wrap func(req R, n int) decoded) func([]byte) (decoded, error) {
+	return func(b []byte) (decoded, error) {
+		req := newReq()
+		if err := req.UnmarshalProto(b); err != nil {
+			return nil, err
+		}
+		return wrap(req, len(b)), nil
+	}
+}
+
+// upstreamDecoder makes a signal's fromUpstream: unmarshal reads the
+// pdata/xpdata/request format, unmarshalPlain the plain proto of items that
+// are not in it.
+func upstreamDecoder[T any](
+	unmarshal func([]byte) (context.Context, T, error),
+	unmarshalPlain func([]byte) (T, error),
+	fromPdata func(T) (*wireRequest, error),
+) func([]byte) (context.Context, *wireRequest, error) {
+	return func(b []byte) (context.Context, *wireRequest, error) {
+		ctx, data, err := unmarshal(b)
+		if errors.Is(err, pdatareq.ErrInvalidFormat) {
+			data, err = unmarshalPlain(b)
+		}
+		if err != nil {
+			return ctx, nil, err
+		}
+		r, err := fromPdata(data)
+		return ctx, r, err
+	}
+}
+
+// partialSuccessDecoder makes a signal's partialSuccess from its
+// Export<Signal>ServiceResponse constructor and the partial success's
+// rejected-items getter.
+func partialSuccessDecoder[R partialSuccessResponse[P], P interface{ ErrorMessage() string }](
+	newResp func() R, rejected func(P) int64,
+) func(body []byte, json bool) (int64, string, error) {
+	return func(body []byte, json bool) (int64, string, error) {
+		resp := newResp()
+		if err := unmarshalResponse(resp, body, json); err != nil {
+			return 0, "", err
+		}
+		ps := resp.PartialSuccess()
+		return rejected(ps), ps.ErrorMessage(), nil
+	}
+}
+
+// partialSuccessResponse is an Export<Signal>ServiceResponse.
+type partialSuccessResponse[P any] interface {
+	responseUnmarshaler
+	PartialSuccess() P
 }
 
 type responseUnmarshaler interface {
@@ -149,30 +144,22 @@ func unmarshalResponse(r responseUnmarshaler, body []byte, json bool) error {
 // upstream's and the request's chunk its data field.
 
 func logsRequest(ctx context.Context, ld plog.Logs) (*wireRequest, error) {
-	b, err := pdatareq.MarshalLogs(ctx, ld)
-	if err != nil {
-		return nil, err
-	}
-	return intakeRequest(ctx, logsSignal, b, ld.LogRecordCount())
+	return intakeRequest(ctx, logsSignal, pdatareq.MarshalLogs, ld, ld.LogRecordCount())
 }
 
 func metricsRequest(ctx context.Context, md pmetric.Metrics) (*wireRequest, error) {
-	b, err := pdatareq.MarshalMetrics(ctx, md)
-	if err != nil {
-		return nil, err
-	}
-	return intakeRequest(ctx, metricsSignal, b, md.DataPointCount())
+	return intakeRequest(ctx, metricsSignal, pdatareq.MarshalMetrics, md, md.DataPointCount())
 }
 
 func tracesRequest(ctx context.Context, td ptrace.Traces) (*wireRequest, error) {
-	b, err := pdatareq.MarshalTraces(ctx, td)
+	return intakeRequest(ctx, tracesSignal, pdatareq.MarshalTraces, td, td.SpanCount())
+}
+
+func intakeRequest[T any](ctx context.Context, sig *signal, marshal func(context.Context, T) ([]byte, error), data T, items int) (*wireRequest, error) {
+	b, err := marshal(ctx, data)
 	if err != nil {
 		return nil, err
 	}
-	return intakeRequest(ctx, tracesSignal, b, td.SpanCount())
-}
-
-func intakeRequest(ctx context.Context, sig *signal, b []byte, items int) (*wireRequest, error) {
 	l, ok := splitItem(b)
 	if !ok {
 		return nil, fmt.Errorf("otlp_http_wire: pdata/xpdata/request wrote a %s item of an unknown layout (%d bytes)", sig.name, len(b))
@@ -183,31 +170,23 @@ func intakeRequest(ctx context.Context, sig *signal, b []byte, items int) (*wire
 // The plain converters, for pieces of a split and re-encoded items.
 
 func logsFromPdata(ld plog.Logs) (*wireRequest, error) {
-	b, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
-	if err != nil {
-		return nil, err
-	}
-	r := newWireRequest(logsSignal)
-	r.add(b, ld.LogRecordCount())
-	return r, nil
+	return plainRequest(logsSignal, plogotlp.NewExportRequestFromLogs(ld), ld.LogRecordCount())
 }
 
 func metricsFromPdata(md pmetric.Metrics) (*wireRequest, error) {
-	b, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
-	if err != nil {
-		return nil, err
-	}
-	r := newWireRequest(metricsSignal)
-	r.add(b, md.DataPointCount())
-	return r, nil
+	return plainRequest(metricsSignal, pmetricotlp.NewExportRequestFromMetrics(md), md.DataPointCount())
 }
 
 func tracesFromPdata(td ptrace.Traces) (*wireRequest, error) {
-	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	return plainRequest(tracesSignal, ptraceotlp.NewExportRequestFromTraces(td), td.SpanCount())
+}
+
+func plainRequest(sig *signal, req interface{ MarshalProto() ([]byte, error) }, items int) (*wireRequest, error) {
+	b, err := req.MarshalProto()
 	if err != nil {
 		return nil, err
 	}
-	r := newWireRequest(tracesSignal)
-	r.add(b, td.SpanCount())
+	r := newWireRequest(sig)
+	r.add(b, items)
 	return r, nil
 }

@@ -4,7 +4,6 @@ package otlphttpwireexporter
 
 import (
 	"context"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
@@ -32,23 +32,22 @@ func TestMetricsAndTraces(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var n int
+		var err error
 		switch r.URL.Path {
 		case "/v1/metrics":
 			req := pmetricotlp.NewExportRequest()
-			if req.UnmarshalProto(body) != nil {
-				w.WriteHeader(400)
-				return
-			}
+			err = req.UnmarshalProto(body)
 			n = req.Metrics().DataPointCount()
 		case "/v1/traces":
 			req := ptraceotlp.NewExportRequest()
-			if req.UnmarshalProto(body) != nil {
-				w.WriteHeader(400)
-				return
-			}
+			err = req.UnmarshalProto(body)
 			n = req.Traces().SpanCount()
 		default:
 			w.WriteHeader(404)
+			return
+		}
+		if err != nil {
+			w.WriteHeader(400)
 			return
 		}
 		mu.Lock()
