@@ -83,23 +83,24 @@ func splitVariant(v string) (base string, with []runSuffix) {
 
 // variantEnv is what a variant adds to the collector's environment.
 func variantEnv(v string) []string {
-	_, with := splitVariant(v)
-	var env []string
-	for _, rs := range with {
-		env = append(env, rs.env...)
-	}
-	return env
+	return suffixValues(v, func(rs runSuffix) []string { return rs.env })
 }
 
 // variantFlags are the command-line flags a variant adds after its --config
 // arguments.
 func variantFlags(v string) []string {
+	return suffixValues(v, func(rs runSuffix) []string { return rs.flags })
+}
+
+// suffixValues joins one list of each of v's run suffixes, in the order
+// splitVariant peels them.
+func suffixValues(v string, list func(runSuffix) []string) []string {
 	_, with := splitVariant(v)
-	var flags []string
+	var all []string
 	for _, rs := range with {
-		flags = append(flags, rs.flags...)
+		all = append(all, list(rs)...)
 	}
-	return flags
+	return all
 }
 
 // runsAlt says whether v runs on the -alt-bin build.

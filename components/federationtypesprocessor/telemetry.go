@@ -46,34 +46,36 @@ func newTelemetry(set component.TelemetrySettings, obs observed) (*telemetry, er
 }
 
 func (t *telemetry) register(obs observed) error {
-	if err := t.RegisterProcessorFederationTypesMetadataAgeCallback(func(_ context.Context, o metric.Float64Observer) error {
-		if v, ok := obs.metadataAgeSeconds(); ok {
-			o.Observe(v)
-		}
-		return nil
-	}); err != nil {
+	if err := t.RegisterProcessorFederationTypesMetadataAgeCallback(observeKnown[metric.Float64Observer](obs.metadataAgeSeconds)); err != nil {
 		return err
 	}
-	if err := t.RegisterProcessorFederationTypesAmbiguousFamiliesCallback(func(_ context.Context, o metric.Int64Observer) error {
-		if v, ok := obs.ambiguous(); ok {
-			o.Observe(v)
-		}
-		return nil
-	}); err != nil {
+	if err := t.RegisterProcessorFederationTypesAmbiguousFamiliesCallback(observeKnown[metric.Int64Observer](obs.ambiguous)); err != nil {
 		return err
 	}
-	if err := t.RegisterProcessorFederationTypesMetadataFamiliesCallback(func(_ context.Context, o metric.Int64Observer) error {
-		if v, ok := obs.families(); ok {
-			o.Observe(v)
-		}
-		return nil
-	}); err != nil {
+	if err := t.RegisterProcessorFederationTypesMetadataFamiliesCallback(observeKnown[metric.Int64Observer](obs.families)); err != nil {
 		return err
 	}
 	return t.RegisterProcessorFederationTypesSeriesCallback(func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(obs.series())
 		return nil
 	})
+}
+
+// valueObserver is what metric.Int64Observer and metric.Float64Observer share.
+type valueObserver[T any] interface {
+	Observe(T, ...metric.ObserveOption)
+}
+
+// observeKnown is a callback that observes get's value only when it has one,
+// so that a gauge has no point rather than a made-up 0. O is named at the call
+// because the generated Register functions take typed callbacks.
+func observeKnown[O valueObserver[T], T any](get func() (T, bool)) func(context.Context, O) error {
+	return func(_ context.Context, o O) error {
+		if v, ok := get(); ok {
+			o.Observe(v)
+		}
+		return nil
+	}
 }
 
 func (t *telemetry) recordRetyped(ctx context.Context, counters, histograms, summaries int64) {

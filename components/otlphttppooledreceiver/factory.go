@@ -31,25 +31,13 @@ func NewFactory() receiver.Factory {
 		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
 		receiver.WithTraces(func(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
-			r, err := s.get(set, cfg)
-			if err == nil {
-				r.nextTraces = next
-			}
-			return r, err
+			return s.attach(set, cfg, func(r *pooledReceiver) { r.nextTraces = next })
 		}, metadata.TracesStability),
 		receiver.WithMetrics(func(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-			r, err := s.get(set, cfg)
-			if err == nil {
-				r.nextMetrics = next
-			}
-			return r, err
+			return s.attach(set, cfg, func(r *pooledReceiver) { r.nextMetrics = next })
 		}, metadata.MetricsStability),
 		receiver.WithLogs(func(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-			r, err := s.get(set, cfg)
-			if err == nil {
-				r.nextLogs = next
-			}
-			return r, err
+			return s.attach(set, cfg, func(r *pooledReceiver) { r.nextLogs = next })
 		}, metadata.LogsStability),
 	)
 }
@@ -57,6 +45,16 @@ func NewFactory() receiver.Factory {
 type sharedReceivers struct {
 	mu       sync.Mutex
 	byConfig map[*Config]*pooledReceiver
+}
+
+// attach is get for one signal's create: the signals share the receiver, and
+// each sets only its own next consumer.
+func (s *sharedReceivers) attach(set receiver.Settings, cfg component.Config, connect func(*pooledReceiver)) (*pooledReceiver, error) {
+	r, err := s.get(set, cfg)
+	if err == nil {
+		connect(r)
+	}
+	return r, err
 }
 
 // get returns the receiver of cfg, creating it on the first signal. Shutdown

@@ -107,43 +107,34 @@ func signalHandler[Req request, Resp response](bodies *bodyPool, newReq func() R
 func (r *pooledReceiver) logsHandler() http.Handler {
 	return signalHandler(r.bodies, plogotlp.NewExportRequest, plogotlp.NewExportResponse(), func(ctx context.Context, req plogotlp.ExportRequest) error {
 		ld := req.Logs()
-		n := ld.LogRecordCount()
-		if n == 0 {
-			return nil
-		}
-		ctx = r.obsrep.StartLogsOp(ctx)
-		err := r.nextLogs.ConsumeLogs(ctx, ld)
-		r.obsrep.EndLogsOp(ctx, dataFormat, n, err)
-		return err
+		return consume(ctx, ld, ld.LogRecordCount(), r.obsrep.StartLogsOp, r.nextLogs.ConsumeLogs, r.obsrep.EndLogsOp)
 	})
 }
 
 func (r *pooledReceiver) metricsHandler() http.Handler {
 	return signalHandler(r.bodies, pmetricotlp.NewExportRequest, pmetricotlp.NewExportResponse(), func(ctx context.Context, req pmetricotlp.ExportRequest) error {
 		md := req.Metrics()
-		n := md.DataPointCount()
-		if n == 0 {
-			return nil
-		}
-		ctx = r.obsrep.StartMetricsOp(ctx)
-		err := r.nextMetrics.ConsumeMetrics(ctx, md)
-		r.obsrep.EndMetricsOp(ctx, dataFormat, n, err)
-		return err
+		return consume(ctx, md, md.DataPointCount(), r.obsrep.StartMetricsOp, r.nextMetrics.ConsumeMetrics, r.obsrep.EndMetricsOp)
 	})
 }
 
 func (r *pooledReceiver) tracesHandler() http.Handler {
 	return signalHandler(r.bodies, ptraceotlp.NewExportRequest, ptraceotlp.NewExportResponse(), func(ctx context.Context, req ptraceotlp.ExportRequest) error {
 		td := req.Traces()
-		n := td.SpanCount()
-		if n == 0 {
-			return nil
-		}
-		ctx = r.obsrep.StartTracesOp(ctx)
-		err := r.nextTraces.ConsumeTraces(ctx, td)
-		r.obsrep.EndTracesOp(ctx, dataFormat, n, err)
-		return err
+		return consume(ctx, td, td.SpanCount(), r.obsrep.StartTracesOp, r.nextTraces.ConsumeTraces, r.obsrep.EndTracesOp)
 	})
+}
+
+// consume passes n items of data to next between obsrep's start and end. As in
+// upstream, an empty request reaches neither the pipeline nor the counts.
+func consume[T any](ctx context.Context, data T, n int, start func(context.Context) context.Context, next func(context.Context, T) error, end func(context.Context, string, int, error)) error {
+	if n == 0 {
+		return nil
+	}
+	ctx = start(ctx)
+	err := next(ctx, data)
+	end(ctx, dataFormat, n, err)
+	return err
 }
 
 func readContentType(w http.ResponseWriter, r *http.Request) (encoding, bool) {
