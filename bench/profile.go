@@ -4,14 +4,14 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
 // profilePath is where the profile of variant in phase ("steady",
@@ -52,12 +52,8 @@ func fetchAllocs(addr, variant, phase string) {
 
 // saveProfile writes what the pprof endpoint at url answers into file.
 func saveProfile(url, file string) error {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	// The endpoint samples for 10 s before it answers.
+	raw, err := e2e.Get(url, time.Minute)
 	if err != nil {
 		return err
 	}

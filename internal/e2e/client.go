@@ -81,3 +81,21 @@ func DialGRPC(addr string, tlsCfg *tls.Config) (*grpc.ClientConn, error) {
 	}
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 }
+
+// Get reads url's body with a plain client that gives up after timeout; an
+// answer other than 200 is an error naming the URL, the status and the body.
+func Get(url string, timeout time.Duration) ([]byte, error) {
+	resp, err := (&http.Client{Timeout: timeout}).Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
+	}
+	return b, nil
+}

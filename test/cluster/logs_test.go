@@ -5,12 +5,12 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
 const (
@@ -28,18 +28,9 @@ type backendRecord struct {
 type senderStatus struct{ Read, Acked, Requests, Retries, Dropped int }
 
 func getJSON(url string, v any) error {
-	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(url)
+	b, err := e2e.Get(url, 10*time.Second)
 	if err != nil {
 		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: HTTP %d: %s", url, resp.StatusCode, b)
 	}
 	if v == nil {
 		return nil

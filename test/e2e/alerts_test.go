@@ -10,7 +10,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -191,12 +190,7 @@ func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
 
 func scrapeFamilies(t *testing.T, url string) map[string]map[string]bool {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := e2e.Get(url, 10*time.Second)
 	if err != nil {
 		return nil
 	}

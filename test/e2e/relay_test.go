@@ -5,7 +5,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -145,12 +144,7 @@ func TestHealthAndSelfMetrics(t *testing.T) {
 
 func scrape(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := e2e.Get(url, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,14 +126,22 @@ func body(r *http.Request) ([]byte, error) {
 	return io.ReadAll(rd)
 }
 
-func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
+// decode reads r's body into req; when it cannot, it answers 400 and says why.
+func decode(w http.ResponseWriter, r *http.Request, req interface{ UnmarshalProto([]byte) error }) bool {
 	b, err := body(r)
-	req := plogotlp.NewExportRequest()
 	if err == nil {
 		err = req.UnmarshalProto(b)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func (s *store) handleLogs(w http.ResponseWriter, r *http.Request) {
+	req := plogotlp.NewExportRequest()
+	if !decode(w, r, req) {
 		return
 	}
 	serial := ""
@@ -192,13 +200,8 @@ func (s *store) storeLogs(req plogotlp.ExportRequest, prefix, serial string) {
 }
 
 func (s *store) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
 	req := pmetricotlp.NewExportRequest()
-	if err == nil {
-		err = req.UnmarshalProto(b)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	if !decode(w, r, req) {
 		return
 	}
 	rms := req.Metrics().ResourceMetrics()
