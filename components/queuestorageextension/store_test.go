@@ -301,7 +301,7 @@ func TestVolumeFull(t *testing.T) {
 // them in a batch of their own, and only then offers their bytes again under new
 // keys (exporterhelper v0.165.0, enqueueNotDispatchedReqs): a value must stay
 // valid after its key is deleted. A store that reused the buffer of a deleted
-// key's value (a read-back pool, session 8) lost records in the kill -9 scenario
+// key's value (a read-back pool) lost records in the kill -9 scenario
 // this way; this is that sequence, with reads from disk in between.
 func TestValueOutlivesItsKey(t *testing.T) {
 	o, _ := testOptions(t, 4<<20)

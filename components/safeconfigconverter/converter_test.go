@@ -157,11 +157,11 @@ func TestRules(t *testing.T) {
 			`exporters::otlp_http/default: tls::cert_file "/certs/default/tls.crt" is the file certwatch/default rotates`},
 		{"unused backend", "exporters: [otlp_http/default]", "exporters: [debug]",
 			`exporters::otlp_http/default: no pipeline in service::pipelines sends to it`},
-		// Unverified TLS needs the visible opt-in (issue 10 item 9).
+		// Unverified TLS needs the visible opt-in.
 		{"skip verify without opt-in", "middlewares: [{id: certwatch/default}]", "middlewares: []\n    tls:\n      ca_file: /certs/ca.crt\n      insecure_skip_verify: true",
 			`exporters::otlp_http/default: tls::insecure_skip_verify is true, so the backend's certificate is not verified`},
 		// certwatch builds the whole TLS configuration: any exporter tls:: field is
-		// silently ignored (issue 10 item 10).
+		// silently ignored.
 		{"certwatch ignores min_version", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}]\n    tls:\n      min_version: \"1.3\"",
 			`exporters::otlp_http/default: tls::min_version is set, but certwatch/default builds this exporter's TLS configuration itself and ignores it: remove tls::min_version (set min_version on certwatch/default instead)`},
 		{"certwatch ignores another ca_file", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}]\n    tls:\n      ca_file: /certs/other/ca.crt",
@@ -318,7 +318,7 @@ service:
 // with no CA; an https:// endpoint turns it back on. The endpoint's scheme is
 // otherwise a resolver target (dns:///, passthrough:///) or stripped (http://).
 // confighttp decides from the URL scheme alone. The rules follow what the
-// exporters do (issue 10 item 11).
+// exporters do.
 func TestTransportFollowsTheExporters(t *testing.T) {
 	grpc := func(name, endpoint, tls string) string {
 		return fmt.Sprintf(otlpGRPC, name, endpoint, tls, name)

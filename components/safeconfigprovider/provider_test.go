@@ -53,7 +53,7 @@ func TestCredentialHeaders(t *testing.T) {
 		{"literal default", "Authorization", "${env:TOKEN:-" + secret + "}", "has a literal default in ${env:TOKEN:-...} (value not shown)"},
 		{"yaml scheme", "Authorization", "${yaml:" + secret + "}", "comes from ${yaml:...}, which embeds the value in the config"},
 		{"literal around reference", "Authorization", secret + "${env:TOKEN}", "mixes literal text with a reference"},
-		// Only known auth scheme words may be literal (issue 10 item 8).
+		// Only known auth scheme words may be literal.
 		{"literal word before reference", "X-API-Key", "LITERALKEY ${env:X:-}", "mixes literal text with a reference"},
 		{"secret word before reference", "Authorization", secret + " ${env:TOKEN}", "mixes literal text with a reference"},
 		{"scheme word after reference", "Authorization", `"${env:TOKEN}Bearer "`, "mixes literal text with a reference"},
@@ -188,7 +188,7 @@ func expectAccepted(t *testing.T, content string) {
 	}
 }
 
-// Headers are checked in every component, not only exporters (issue 10 item 5).
+// Headers are checked in every component, not only exporters.
 func TestCredentialHeadersInEveryComponent(t *testing.T) {
 	expectRefused(t, `processors:
   federation_types:
@@ -230,7 +230,7 @@ extensions:
 }
 
 // A password in a URL's userinfo becomes Basic auth; credential query parameters
-// are sent as they are (issue 10 item 6).
+// are sent as they are.
 func TestCredentialsInURLs(t *testing.T) {
 	expectRefused(t, `exporters:
   otlp_http/b:
@@ -261,8 +261,7 @@ processors:
 `)
 }
 
-// Every element of a list is checked: scrape params and Prometheus http_headers
-// (issue 10 item 7).
+// Every element of a list is checked: scrape params and Prometheus http_headers.
 func TestCredentialLists(t *testing.T) {
 	// One scrape config; apiKey and headers are the lists under test.
 	scrapeConfig := func(apiKey, headers string) string {

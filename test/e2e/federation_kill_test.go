@@ -97,7 +97,7 @@ func (f *federationRig) metricsQueueBytes() float64 {
 	return metricsQueueBytes(f.gw.MetricsAddr)
 }
 
-// TestFederationPodKilled (issue 14, bad case): the federation pod is killed
+// TestFederationPodKilled (a bad case): the federation pod is killed
 // (SIGKILL, as an OOM kill or a node failure does) mid-interval while the backend
 // is down and scrapes are queued, stays down for two intervals, and starts again
 // on its volume. What it loses is measured and logged:

@@ -13,7 +13,7 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
-// TestScaleUpDuringBackendOutage (issue 14, bad case): the backend is down, the
+// TestScaleUpDuringBackendOutage (a bad case): the backend is down, the
 // relays' queues fill and the HPA adds replicas, whose queues fill too. With the
 // queues full every relay refuses, and only with a status fluent-bit retries
 // (503); once the backend is back every acknowledged record arrives and every

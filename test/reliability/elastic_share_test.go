@@ -13,7 +13,7 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
-// TestScaleUpShareWithDefaultConnectionAge (issue 14 item 3, as shipped):
+// TestScaleUpShareWithDefaultConnectionAge (as shipped):
 // TestScaleOutAndIn checks the shares with a 3 s connection age to stay short;
 // this runs the relays with config/gateway.yaml's own default (60 s), 1 -> 3
 // relays under a steady load through the per-connection round-robin proxy. The
