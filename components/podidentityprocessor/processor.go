@@ -46,12 +46,16 @@ func newPodIdentity(c *Config, set component.TelemetrySettings) (*podIdentity, e
 	return p, nil
 }
 
-func (p *podIdentity) processResource(ctx context.Context, attrs pcommon.Map) {
+// processResource sets the resource's claims aside or verifies them, and says
+// whether the records' own attributes are to be checked too: only the verifying
+// instance does, since only it runs after k8s_attributes.
+func (p *podIdentity) processResource(ctx context.Context, attrs pcommon.Map) (checkRecords bool) {
 	if p.mode == ModeSetAside {
 		p.setAside(attrs)
-		return
+		return false
 	}
 	p.verify(ctx, attrs)
+	return true
 }
 
 // setAside moves each claimed identity attribute under claimPrefix.
@@ -101,18 +105,14 @@ func isClaim(k string, _ pcommon.Value) bool {
 }
 
 func (p *podIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		rl := rls.At(i)
+	for _, rl := range ld.ResourceLogs().All() {
 		res := rl.Resource().Attributes()
-		p.processResource(ctx, res)
-		if p.mode != ModeVerify {
+		if !p.processResource(ctx, res) {
 			continue
 		}
-		for j := 0; j < rl.ScopeLogs().Len(); j++ {
-			lrs := rl.ScopeLogs().At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				p.removeRecordClaims(ctx, res, lrs.At(k).Attributes())
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				p.removeRecordClaims(ctx, res, lr.Attributes())
 			}
 		}
 	}
@@ -123,32 +123,26 @@ func (p *podIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs,
 // a metric about other pods (kube-state-metrics' kind) names them there;
 // removing them would merge those pods' series into one.
 func (p *podIdentity) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		p.processResource(ctx, rms.At(i).Resource().Attributes())
+	for _, rm := range md.ResourceMetrics().All() {
+		p.processResource(ctx, rm.Resource().Attributes())
 	}
 	return md, nil
 }
 
 func (p *podIdentity) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
+	for _, rs := range td.ResourceSpans().All() {
 		res := rs.Resource().Attributes()
-		p.processResource(ctx, res)
-		if p.mode != ModeVerify {
+		if !p.processResource(ctx, res) {
 			continue
 		}
-		for j := 0; j < rs.ScopeSpans().Len(); j++ {
-			spans := rs.ScopeSpans().At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				span := spans.At(k)
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, span := range ss.Spans().All() {
 				p.removeRecordClaims(ctx, res, span.Attributes())
-				for e := 0; e < span.Events().Len(); e++ {
-					p.removeRecordClaims(ctx, res, span.Events().At(e).Attributes())
+				for _, e := range span.Events().All() {
+					p.removeRecordClaims(ctx, res, e.Attributes())
 				}
-				for l := 0; l < span.Links().Len(); l++ {
-					p.removeRecordClaims(ctx, res, span.Links().At(l).Attributes())
+				for _, l := range span.Links().All() {
+					p.removeRecordClaims(ctx, res, l.Attributes())
 				}
 			}
 		}
