@@ -13,8 +13,9 @@ import (
 )
 
 // ext4 reserves blocks for root (5% by default, 25% here to make it plain); the
-// collector does not run as root, so they are not room for its queues. Space the queue files already use still counts: a restart with a
-// full queue must not be refused.
+// collector does not run as root, so they are not room for its queues. Space the
+// queue files already use still counts: a restart with a full queue must not be
+// refused.
 func TestVolumeSizeLeavesOutRootReserve(t *testing.T) {
 	mnt := testvolume.Ext4(t, 16, 25)
 	var st syscall.Statfs_t

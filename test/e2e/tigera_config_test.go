@@ -18,9 +18,9 @@ import (
 
 // operatorConfig is a collector config in the shape the Tigera operator renders
 // (pkg/render/otelcollector, as docs/architecture.md summarises it), written by
-// us: otlp over HTTP with mutual TLS and a reloaded client CA, federation through the
-// authn-proxy with the ServiceAccount token and the trusted bundle, otlp_grpc/ and
-// otlp_http/ exporters with headers from OTEL_EXPORTER_<NAME>_<HEADER>,
+// us: otlp over HTTP with mutual TLS and a reloaded client CA, federation through
+// the authn-proxy with the ServiceAccount token and the trusted bundle, otlp_grpc/
+// and otlp_http/ exporters with headers from OTEL_EXPORTER_<NAME>_<HEADER>,
 // memory_limiter in MiB, batch 2000/2000, health_check and a pull reader. The
 // only substitutions: 127.0.0.1 and free ports for 0.0.0.0:4318/13133/8888, temp
 // files for the operator's mount paths, and a short scrape_interval/timeout.
