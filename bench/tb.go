@@ -9,11 +9,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // runTB lets the bench run the e2e harness and the scenarios (written for
-// tests) outside `go test`: it implements e2e.T, failures panic and are
+// tests) outside `go test`: it implements tb.T, failures panic and are
 // recovered per measurement, cleanups run when the measurement ends.
 type runTB struct {
 	name     string
@@ -22,7 +22,7 @@ type runTB struct {
 	errors   []string
 }
 
-var _ e2e.T = (*runTB)(nil)
+var _ tb.T = (*runTB)(nil)
 
 type fatal struct{ msg string }
 

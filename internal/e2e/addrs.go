@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // Ports and loopback addresses handed to tests. Each is drawn at random, checked
@@ -31,7 +33,7 @@ const (
 
 // FreePort returns a loopback TCP port that was free a moment ago and that no other
 // call in this process has returned.
-func FreePort(t T) int {
+func FreePort(t tb.T) int {
 	t.Helper()
 	issued.Lock()
 	defer issued.Unlock()
@@ -48,7 +50,7 @@ func FreePort(t T) int {
 }
 
 // FreeAddr returns "127.0.0.1:<free port>".
-func FreeAddr(t T) string {
+func FreeAddr(t tb.T) string {
 	t.Helper()
 	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 }
@@ -58,7 +60,7 @@ func FreeAddr(t T) string {
 // has returned. A test uses it as a pod or node IP, so a config with fixed ports
 // (4317, 10250, ...) runs unchanged beside other tests, and the API server accepts
 // it as a pod IP (every octet a valid one).
-func FreeLoopbackIP(t T, ports ...int) string {
+func FreeLoopbackIP(t tb.T, ports ...int) string {
 	t.Helper()
 	issued.Lock()
 	defer issued.Unlock()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/memcgroup"
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // MemoryCgroup is a memory cgroup (internal/memcgroup) that a collector can be
@@ -16,7 +17,7 @@ type MemoryCgroup struct{ *memcgroup.Cgroup }
 // NewMemoryCgroup creates a child memory cgroup limited to limit bytes and
 // removes it when the test ends; it skips the test when the machine does not
 // let it.
-func NewMemoryCgroup(t T, limit int64) *MemoryCgroup {
+func NewMemoryCgroup(t tb.T, limit int64) *MemoryCgroup {
 	t.Helper()
 	return &MemoryCgroup{memcgroup.New(t, limit)}
 }
@@ -24,7 +25,7 @@ func NewMemoryCgroup(t T, limit int64) *MemoryCgroup {
 // Start runs the collector binary with args inside the cgroup (it enters the
 // cgroup before exec, so the limit applies from its first allocation) and waits
 // until it is ready.
-func (cg *MemoryCgroup) Start(t T, args, env []string) *Collector {
+func (cg *MemoryCgroup) Start(t tb.T, args, env []string) *Collector {
 	t.Helper()
 	c := cg.StartNoWait(t, args, env)
 	if err := c.WaitForOutput(readyLine, 90*time.Second); err != nil {
@@ -35,7 +36,7 @@ func (cg *MemoryCgroup) Start(t T, args, env []string) *Collector {
 
 // StartNoWait runs the collector binary with args inside the cgroup without
 // waiting for readiness.
-func (cg *MemoryCgroup) StartNoWait(t T, args, env []string) *Collector {
+func (cg *MemoryCgroup) StartNoWait(t tb.T, args, env []string) *Collector {
 	t.Helper()
 	argv := cg.Command(Binary(t), args...)
 	return StartCommand(t, argv[0], argv[1:], env)

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // HTTPClient posts OTLP/HTTP requests, optionally over TLS.
@@ -58,8 +60,8 @@ func (c *HTTPClient) Post(ctx context.Context, path string, body []byte, content
 }
 
 // SendLogs encodes ld and posts it to /v1/logs; any status but 200 is an error.
-func (c *HTTPClient) SendLogs(ctx context.Context, ld plog.Logs, enc Encoding) error {
-	body, ct, ce, err := EncodeLogs(ld, enc)
+func (c *HTTPClient) SendLogs(ctx context.Context, ld plog.Logs, enc otlpfixture.Encoding) error {
+	body, ct, ce, err := otlpfixture.EncodeLogs(ld, enc)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // BinaryEnv names the environment variable that points the tests at a built
@@ -69,7 +71,7 @@ func Main(m *testing.M) {
 }
 
 // Binary returns the binary EnsureBinary settled on.
-func Binary(t T) string {
+func Binary(t tb.T) string {
 	t.Helper()
 	p := os.Getenv(BinaryEnv)
 	if p == "" {
@@ -116,7 +118,7 @@ type Options struct {
 
 // Collector is a running otelcol-relay process.
 type Collector struct {
-	t          T
+	t          tb.T
 	cmd        *exec.Cmd
 	out        *syncBuffer
 	ConfigPath string
@@ -125,7 +127,7 @@ type Collector struct {
 }
 
 // WriteConfig writes a config file into a fresh temp dir and returns its path.
-func WriteConfig(t T, yaml string) string {
+func WriteConfig(t tb.T, yaml string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
@@ -137,7 +139,7 @@ func WriteConfig(t T, yaml string) string {
 // Start runs the binary with config and waits until it reports ready. The process
 // is stopped with SIGTERM when the test ends; its output is logged if the test
 // failed.
-func Start(t T, config string, opts Options) *Collector {
+func Start(t tb.T, config string, opts Options) *Collector {
 	t.Helper()
 	args, configPath := opts.Args, ""
 	if args == nil {
@@ -167,13 +169,13 @@ func Start(t T, config string, opts Options) *Collector {
 // enters a memory cgroup and then execs the binary). It returns without waiting for
 // readiness; the process is stopped when the test ends and its output is logged if
 // the test failed.
-func StartCommand(t T, name string, args []string, env []string) *Collector {
+func StartCommand(t tb.T, name string, args []string, env []string) *Collector {
 	t.Helper()
 	return launch(t, name, args, env, "")
 }
 
 // launch starts name with args, collects its output, and stops it when the test ends.
-func launch(t T, name string, args, env []string, dir string) *Collector {
+func launch(t tb.T, name string, args, env []string, dir string) *Collector {
 	t.Helper()
 	c := &Collector{t: t, out: &syncBuffer{}, done: make(chan struct{})}
 	c.cmd = exec.Command(name, args...)
@@ -290,7 +292,7 @@ func (c *Collector) Kill() {
 
 // Run runs the binary to completion with args and returns its combined output and
 // exit code. For subcommands such as `validate` and `components`.
-func Run(t T, timeout time.Duration, env []string, args ...string) (string, int) {
+func Run(t tb.T, timeout time.Duration, env []string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -310,7 +312,7 @@ func Run(t T, timeout time.Duration, env []string, args ...string) (string, int)
 }
 
 // WaitHTTP polls url until it answers want, or fails the test after timeout.
-func WaitHTTP(t T, url string, want int, timeout time.Duration) {
+func WaitHTTP(t tb.T, url string, want int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	last := "no answer"

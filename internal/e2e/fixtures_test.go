@@ -10,13 +10,15 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestSinkDecodesZstd: the harness's sink accepts what an exporter configured
 // with compression: zstd sends, although otlpfixture itself knows only gzip.
 func TestSinkDecodesZstd(t *testing.T) {
-	s := NewSink(t, SinkOptions{})
-	raw, err := plogotlp.NewExportRequestFromLogs(FluentBitLogs(3, 0)).MarshalProto()
+	s := NewSink(t, otlpfixture.SinkOptions{})
+	raw, err := plogotlp.NewExportRequestFromLogs(otlpfixture.FluentBitLogs(3, 0)).MarshalProto()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -22,7 +23,7 @@ type BackendTLS struct {
 }
 
 // NewBackendTLS issues a server CA and a client CA for a backend called name.
-func NewBackendTLS(t T, name string) *BackendTLS {
+func NewBackendTLS(t tb.T, name string) *BackendTLS {
 	t.Helper()
 	serverCA := testcerts.NewCA(t, name+" server CA")
 	clientCA := testcerts.NewCA(t, name+" client CA")
@@ -52,7 +53,7 @@ type ReceiverTLS struct {
 
 // NewReceiverTLS issues the receiver's server certificate and a fluent-bit client
 // certificate.
-func NewReceiverTLS(t T) *ReceiverTLS {
+func NewReceiverTLS(t tb.T) *ReceiverTLS {
 	t.Helper()
 	serverCA := testcerts.NewCA(t, "receiver server CA")
 	clientCA := testcerts.NewCA(t, "fluent-bit client CA")
@@ -106,7 +107,7 @@ type Gateway struct {
 // Prometheus server are not the subject of the tests that use it: k8s_attributes
 // gets a kubeconfig for a closed port (it retries in the background and passes
 // data through) and federation, unless Env overrides it, scrapes a closed port.
-func NewGateway(t T, o GatewayOptions) *Gateway {
+func NewGateway(t tb.T, o GatewayOptions) *Gateway {
 	t.Helper()
 	dir := t.TempDir()
 	closed := FreeAddr(t)

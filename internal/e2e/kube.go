@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -61,7 +63,7 @@ type Kube struct {
 
 // PeerBinary returns bin/<name> in the repository, failing the test with the
 // command that builds it when it is missing.
-func PeerBinary(t T, name string) string {
+func PeerBinary(t tb.T, name string) string {
 	t.Helper()
 	p := filepath.Join(RepoRoot(), "bin", name)
 	if _, err := os.Stat(p); err != nil {
@@ -72,7 +74,7 @@ func PeerBinary(t T, name string) string {
 
 // StartKube starts etcd and kube-apiserver and returns once the API server is
 // ready. Both stop when the test ends.
-func StartKube(t T) *Kube {
+func StartKube(t tb.T) *Kube {
 	t.Helper()
 	etcdBin := PeerBinary(t, "etcd")
 	apiBin := PeerBinary(t, "kube-apiserver")
@@ -97,7 +99,7 @@ func StartKube(t T) *Kube {
 		"--unsafe-no-fsync=true",
 		"--log-level=warn",
 	)
-	if !WaitFor(60*time.Second, func() bool {
+	if !otlpfixture.WaitFor(60*time.Second, func() bool {
 		if etcdExited() {
 			t.Fatalf("etcd exited during startup (its output follows)")
 		}
@@ -177,7 +179,7 @@ func StartKube(t T) *Kube {
 		t.Fatal(err)
 	}
 	var last string
-	if !WaitFor(120*time.Second, func() bool {
+	if !otlpfixture.WaitFor(120*time.Second, func() bool {
 		if apiExited() {
 			t.Fatalf("kube-apiserver exited during startup (its output follows)")
 		}
@@ -216,7 +218,7 @@ current-context: e2e
 }
 
 // Kubectl runs kubectl against this API server and returns its combined output.
-func (k *Kube) Kubectl(t T, args ...string) (string, error) {
+func (k *Kube) Kubectl(t tb.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -228,7 +230,7 @@ func (k *Kube) Kubectl(t T, args ...string) (string, error) {
 }
 
 // MustKubectl is Kubectl that fails the test on a non-zero exit.
-func (k *Kube) MustKubectl(t T, args ...string) string {
+func (k *Kube) MustKubectl(t tb.T, args ...string) string {
 	t.Helper()
 	out, err := k.Kubectl(t, args...)
 	if err != nil {
@@ -239,7 +241,7 @@ func (k *Kube) MustKubectl(t T, args ...string) string {
 
 // ServiceAccountToken issues a token for a ServiceAccount through the TokenRequest
 // API, the way the kubelet does for a pod's projected token.
-func (k *Kube) ServiceAccountToken(t T, namespace, name string) string {
+func (k *Kube) ServiceAccountToken(t tb.T, namespace, name string) string {
 	t.Helper()
 	exp := int64(3600)
 	tr, err := k.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
@@ -313,7 +315,7 @@ func shellQuote(s string) string {
 // StartProcess runs bin until the test ends (or the test binary dies, by a signal
 // too) and returns a func that reports whether it has exited. Its output is logged
 // when the test fails.
-func StartProcess(t T, name, bin string, args ...string) func() bool {
+func StartProcess(t tb.T, name, bin string, args ...string) func() bool {
 	t.Helper()
 	out := &syncBuffer{}
 	cmd := exec.Command(bin, args...)
@@ -350,7 +352,7 @@ func StartProcess(t T, name, bin string, args ...string) func() bool {
 	}
 }
 
-func randomToken(t T) string {
+func randomToken(t tb.T) string {
 	t.Helper()
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {

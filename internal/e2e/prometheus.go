@@ -24,6 +24,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // PrometheusBinEnv points the tests at a Prometheus server binary; without it
@@ -87,7 +89,7 @@ type Prometheus struct {
 // StartPrometheus writes prometheus.yml (and the rules file), starts the
 // server and waits until it answers /-/ready. The server's output is logged if
 // the test fails.
-func StartPrometheus(t T, opts PrometheusOptions) *Prometheus {
+func StartPrometheus(t tb.T, opts PrometheusOptions) *Prometheus {
 	t.Helper()
 	bin, err := PrometheusBinary()
 	if err != nil {
@@ -263,7 +265,7 @@ func (p *Prometheus) Query(ctx context.Context, expr string) ([]PromSample, erro
 
 // WaitForQuery polls an instant query until it returns at least one series, so a
 // test knows the target was scraped (and a rule evaluated) before it goes on.
-func (p *Prometheus) WaitForQuery(t T, expr string, timeout time.Duration) []PromSample {
+func (p *Prometheus) WaitForQuery(t tb.T, expr string, timeout time.Duration) []PromSample {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error
@@ -313,7 +315,7 @@ const DemoRules = `groups:
 var DemoHistogramBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5}
 
 // NewDemoTarget serves the demo metrics on a free loopback port until the test ends.
-func NewDemoTarget(t T) *DemoTarget {
+func NewDemoTarget(t tb.T) *DemoTarget {
 	t.Helper()
 	d := &DemoTarget{}
 	d.populate(42, 7)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // RoundRobinProxy is a TCP proxy that sends each new connection to the next
@@ -25,7 +27,7 @@ type RoundRobinProxy struct {
 
 // NewRoundRobinProxy listens on a free loopback port; it is closed when the
 // test ends.
-func NewRoundRobinProxy(t T, backends ...string) *RoundRobinProxy {
+func NewRoundRobinProxy(t tb.T, backends ...string) *RoundRobinProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -5,10 +5,9 @@ package e2e
 import "github.com/otelcol-relay/otelcol-relay/internal/promtext"
 
 // SelfMetrics is one scrape of a collector's own Prometheus endpoint (:8888).
-type SelfMetrics = promtext.Families
 
 // ScrapeSelfMetrics reads http://addr/metrics.
-func ScrapeSelfMetrics(addr string) (SelfMetrics, error) {
+func ScrapeSelfMetrics(addr string) (promtext.Families, error) {
 	return promtext.Get("http://" + addr + "/metrics")
 }
 
@@ -40,3 +39,13 @@ func MetricSum(metricsAddr, name string) float64 {
 	}
 	return v
 }
+
+// SelfMetricsTelemetry is a test config's service::telemetry (indented for its
+// place under service:): the collector's own metrics at level normal on
+// http://127.0.0.1:$T_METRICS_PORT/metrics, for the test to scrape.
+const SelfMetricsTelemetry = `  telemetry:
+    metrics:
+      level: normal
+      readers:
+        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
+`

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // Chunk is one pre-encoded OTLP/HTTP export request (gzip protobuf) holding the
@@ -41,7 +43,7 @@ func EncodeChunks(first int64, count, perChunk int) []Chunk {
 					return
 				}
 				s := first + int64(i*perChunk)
-				body, _, _, err := EncodeLogs(FluentBitLogs(perChunk, s), Encoding{Gzip: true})
+				body, _, _, err := otlpfixture.EncodeLogs(otlpfixture.FluentBitLogs(perChunk, s), otlpfixture.Encoding{Gzip: true})
 				if err != nil {
 					panic(err) // encoding our own pdata cannot fail
 				}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // StalledUpload is an OTLP/HTTP request whose sender stopped mid-body: the
@@ -18,7 +20,7 @@ type StalledUpload struct {
 }
 
 // StartStalledUpload dials addr with TLS and starts the upload.
-func StartStalledUpload(t T, addr string, cfg *tls.Config, size int) *StalledUpload {
+func StartStalledUpload(t tb.T, addr string, cfg *tls.Config, size int) *StalledUpload {
 	t.Helper()
 	c, err := tls.Dial("tcp", addr, cfg)
 	if err != nil {

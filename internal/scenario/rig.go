@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // Rig is one gateway as the StatefulSet runs it (config/gateway.yaml with mTLS
 // on the receiver, config/receiver-tls.yaml) in front of a TLS backend sink.
 type Rig struct {
-	Sink   *e2e.Sink
+	Sink   *otlpfixture.Sink
 	GW     *e2e.Gateway
 	Rcv    *e2e.ReceiverTLS
 	args   []string
@@ -42,10 +44,10 @@ type RigOptions struct {
 
 // NewRig issues the backend's and the receiver's TLS material, starts the sink
 // and prepares (does not start) the gateway.
-func NewRig(t e2e.T, o RigOptions) *Rig {
+func NewRig(t tb.T, o RigOptions) *Rig {
 	t.Helper()
 	backend := e2e.NewBackendTLS(t, "default")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server, MaxSeq: o.MaxSeq})
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: backend.Server, MaxSeq: o.MaxSeq})
 	rcv := e2e.NewReceiverTLS(t)
 	gw := e2e.NewGateway(t, e2e.GatewayOptions{
 		BackendURL: "https://" + sink.HTTPAddr,
@@ -66,7 +68,7 @@ func (r *Rig) Args() []string { return r.args }
 
 // Start runs the gateway binary (same ports and queue directory every time) and
 // waits until it is ready.
-func (r *Rig) Start(t e2e.T) *e2e.Collector {
+func (r *Rig) Start(t tb.T) *e2e.Collector {
 	t.Helper()
 	return e2e.Start(t, "", e2e.Options{Env: r.GW.Env, Args: r.args, Binary: r.binary, ReadyTimeout: 90 * time.Second})
 }
@@ -80,7 +82,7 @@ func (r *Rig) Sender(workers int, rate float64) *e2e.Sender {
 
 // Settle stops feeding, lets the sender finish retrying what it holds, and fails
 // if a chunk was dropped (a non-retryable status) or never acknowledged.
-func Settle(t e2e.T, cancel context.CancelFunc, s *e2e.Sender, timeout time.Duration) e2e.SenderStats {
+func Settle(t tb.T, cancel context.CancelFunc, s *e2e.Sender, timeout time.Duration) e2e.SenderStats {
 	t.Helper()
 	cancel()
 	if !s.Wait(timeout) {
@@ -101,7 +103,7 @@ func Settle(t e2e.T, cancel context.CancelFunc, s *e2e.Sender, timeout time.Dura
 
 // ExpectDelivered waits until every acknowledged record reached the sink, then
 // fails on any missing one and reports duplicates (at-least-once allows them).
-func ExpectDelivered(t e2e.T, sink *e2e.Sink, acked []int64, timeout time.Duration) e2e.LossReport {
+func ExpectDelivered(t tb.T, sink *otlpfixture.Sink, acked []int64, timeout time.Duration) otlpfixture.LossReport {
 	t.Helper()
 	if len(acked) == 0 {
 		t.Fatal("nothing was acknowledged: the scenario did not run")
@@ -109,7 +111,7 @@ func ExpectDelivered(t e2e.T, sink *e2e.Sink, acked []int64, timeout time.Durati
 	// Give up early once nothing has arrived for a while: what is missing then
 	// is lost, not late.
 	deadline := time.Now().Add(timeout)
-	var rep e2e.LossReport
+	var rep otlpfixture.LossReport
 	last, lastChange := -1, time.Now()
 	for {
 		rep = sink.Loss(acked)
@@ -137,7 +139,7 @@ type Result struct {
 }
 
 // note logs a finding and keeps it for the report.
-func (r *Result) note(t e2e.T, format string, args ...any) {
+func (r *Result) note(t tb.T, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	r.Notes = append(r.Notes, msg)
@@ -148,7 +150,7 @@ func (r *Result) settled(st e2e.SenderStats) {
 	r.Acked, r.Statuses = st.AckedRecords, st.Statuses
 }
 
-func (r *Result) delivered(rep e2e.LossReport) {
+func (r *Result) delivered(rep otlpfixture.LossReport) {
 	r.Missing, r.Duplicated = rep.Missing, rep.Duplicated
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // Overload is the overload scenario at one scale: the gateway runs inside a
@@ -28,7 +30,7 @@ type Overload struct {
 // RunOverload checks that the gateway is never OOM-killed, stays under the
 // limit, refuses only with retryable statuses, and that once the load stops
 // every acknowledged record arrives.
-func RunOverload(t e2e.T, r *Rig, o Overload, res *Result) {
+func RunOverload(t tb.T, r *Rig, o Overload, res *Result) {
 	t.Helper()
 	cg := e2e.NewMemoryCgroup(t, o.Limit)
 	col := cg.Start(t, r.Args(), r.GW.Env)
@@ -72,7 +74,7 @@ type Outage struct {
 // RunBackendOutage checks that the receiver keeps acknowledging because the
 // persistent queue holds the data on disk, and that after the backend recovers
 // everything arrives.
-func RunBackendOutage(t e2e.T, r *Rig, o Outage, res *Result) {
+func RunBackendOutage(t tb.T, r *Rig, o Outage, res *Result) {
 	t.Helper()
 	col := r.Start(t)
 	r.Sink.Refuse(true)
@@ -128,7 +130,7 @@ type Restart struct {
 // RunKill9 kills the gateway with SIGKILL under load and restarts it on the same
 // queue directory: every record the receiver acknowledged is delivered at
 // least once.
-func RunKill9(t e2e.T, r *Rig, o Restart, res *Result) {
+func RunKill9(t tb.T, r *Rig, o Restart, res *Result) {
 	t.Helper()
 	// Kill once the pipeline is busy: records acknowledged, some delivered, some
 	// still in the queue.
@@ -147,7 +149,7 @@ func RunKill9(t e2e.T, r *Rig, o Restart, res *Result) {
 // is delivered or left in the persistent queue, and what was left is delivered
 // after a restart. The backend is refusing when the signal arrives, so the
 // queue is not empty at shutdown and the restart has something to prove.
-func RunSIGTERM(t e2e.T, r *Rig, o Restart, res *Result) {
+func RunSIGTERM(t tb.T, r *Rig, o Restart, res *Result) {
 	t.Helper()
 	col, s, cancel := underLoad(t, r, o.Chunks, o.Workers, o.Rate, o.StopAt)
 	defer cancel()
@@ -171,13 +173,13 @@ func RunSIGTERM(t e2e.T, r *Rig, o Restart, res *Result) {
 
 // underLoad starts the gateway and a sender of chunks, and returns once at
 // least acked records are acknowledged and some delivered.
-func underLoad(t e2e.T, r *Rig, chunks []e2e.Chunk, workers int, rate float64, acked int) (*e2e.Collector, *e2e.Sender, context.CancelFunc) {
+func underLoad(t tb.T, r *Rig, chunks []e2e.Chunk, workers int, rate float64, acked int) (*e2e.Collector, *e2e.Sender, context.CancelFunc) {
 	t.Helper()
 	col := r.Start(t)
 	s := r.Sender(workers, rate)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.Send(ctx, chunks)
-	if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= acked && r.Sink.LogRecordCount() > 0 }) {
+	if !otlpfixture.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= acked && r.Sink.LogRecordCount() > 0 }) {
 		cancel()
 		t.Fatalf("load did not get going: acked %d, delivered %d", s.AckedRecords(), r.Sink.LogRecordCount())
 	}
@@ -187,14 +189,14 @@ func underLoad(t e2e.T, r *Rig, chunks []e2e.Chunk, workers int, rate float64, a
 // restart starts the gateway again on the same queue directory, lets the load
 // go on (o.MoreAfterRestart or o.Drain), checks that every acknowledged record
 // arrives, and stops the gateway cleanly.
-func restart(t e2e.T, r *Rig, s *e2e.Sender, cancel context.CancelFunc, o Restart, res *Result) e2e.LossReport {
+func restart(t tb.T, r *Rig, s *e2e.Sender, cancel context.CancelFunc, o Restart, res *Result) otlpfixture.LossReport {
 	t.Helper()
 	ackedAtStop := s.AckedRecords()
 	col := r.Start(t)
 	stop := cancel
 	if o.Drain {
 		stop = func() {}
-	} else if !e2e.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= ackedAtStop+o.MoreAfterRestart }) {
+	} else if !otlpfixture.WaitFor(2*time.Minute, func() bool { return s.AckedRecords() >= ackedAtStop+o.MoreAfterRestart }) {
 		t.Errorf("after the restart only %d records acknowledged (%d at the stop)", s.AckedRecords(), ackedAtStop)
 	}
 	res.settled(Settle(t, stop, s, o.Settle))

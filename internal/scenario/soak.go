@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
+	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 )
 
 // ChurnSoak is the churn soak at one scale: a steady load for the whole soak
@@ -105,7 +107,7 @@ func (k *Soak) Bound(queueBytes float64) int64 {
 // cycle and at rest each queue's directory is within its bound, the per-cycle
 // peak does not grow beyond what the backlog explains, segments are created and
 // reclaimed throughout, and every acknowledged record arrives.
-func RunChurnSoak(t e2e.T, r *Rig, o ChurnSoak, res *Result) {
+func RunChurnSoak(t tb.T, r *Rig, o ChurnSoak, res *Result) {
 	t.Helper()
 	k := &Soak{}
 	res.Soak = k
@@ -114,7 +116,7 @@ func RunChurnSoak(t e2e.T, r *Rig, o ChurnSoak, res *Result) {
 	dir, metrics := r.GW.QueueDir, r.GW.MetricsAddr
 
 	var first queueUse
-	if !e2e.WaitFor(30*time.Second, func() bool {
+	if !otlpfixture.WaitFor(30*time.Second, func() bool {
 		first = readQueueUse(dir, metrics)
 		k.Client = first.defaultLogs
 		return k.Client != "" && first.clients[k.Client].segments > 0
@@ -201,7 +203,7 @@ func RunChurnSoak(t e2e.T, r *Rig, o ChurnSoak, res *Result) {
 
 		cy.Backlog = s.AckedRecords() - ackedAtDown
 		backlog := s.Acked() // all acknowledged so far: the outage's and the earlier ones
-		drained := e2e.WaitEvery(o.DrainTimeout, 500*time.Millisecond, func() bool { return r.Sink.Loss(backlog).Missing == 0 })
+		drained := otlpfixture.WaitEvery(o.DrainTimeout, 500*time.Millisecond, func() bool { return r.Sink.Loss(backlog).Missing == 0 })
 		cy.DrainedAfter = time.Since(recovered)
 		if !drained {
 			t.Errorf("cycle %d: %d of the %d records acknowledged before the recovery still missing %s after it", c, r.Sink.Loss(backlog).Missing, len(backlog), o.DrainTimeout)
@@ -226,7 +228,7 @@ func RunChurnSoak(t e2e.T, r *Rig, o ChurnSoak, res *Result) {
 	res.settled(Settle(t, cancel, s, o.Settle))
 	res.delivered(ExpectDelivered(t, r.Sink, s.Acked(), o.Deliver))
 	// At rest: every queue empty, each directory down to its newest segment.
-	if !e2e.WaitEvery(time.Minute, 500*time.Millisecond, func() bool {
+	if !otlpfixture.WaitEvery(time.Minute, 500*time.Millisecond, func() bool {
 		u := readQueueUse(dir, metrics)
 		for _, q := range u.queues {
 			if q != 0 {
@@ -277,7 +279,7 @@ func (k *Soak) summarize(prevLast uint64) {
 }
 
 // soakNotes checks what the cycles add up to and writes the figures.
-func soakNotes(t e2e.T, k *Soak, o ChurnSoak, res *Result) {
+func soakNotes(t tb.T, k *Soak, o ChurnSoak, res *Result) {
 	t.Helper()
 	if len(k.Cycles) == 0 {
 		return

@@ -171,7 +171,13 @@ func (kp *KeyPair) TLSCertificate(t tb.T) tls.Certificate {
 	return c
 }
 
-// Serial is the certificate's serial number in decimal, as e2e.Sink records it.
+// SecretFiles are the files a kubernetes.io/tls Secret with a CA mounts: ca.crt
+// (the given bundle), tls.crt and tls.key (this pair).
+func (kp *KeyPair) SecretFiles(caBundle []byte) map[string][]byte {
+	return map[string][]byte{"ca.crt": caBundle, "tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM}
+}
+
+// Serial is the certificate's serial number in decimal, as otlpfixture.Sink records it.
 func (kp *KeyPair) Serial() string { return kp.Cert.SerialNumber.String() }
 
 // Bundle concatenates the PEM certificates of several CAs into one CA bundle, the

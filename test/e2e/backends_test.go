@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -55,8 +58,8 @@ func TestGatewayBackendsList(t *testing.T) {
 	publicCA := testcerts.NewCA(t, "public root")
 	publicCAFile := filepath.Join(t.TempDir(), "system-roots.crt")
 	testcerts.WriteFile(t, publicCAFile, publicCA.CertPEM)
-	datadog := e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, publicCA.Server(t, testcerts.Options{}))})
-	mesh := e2e.NewSink(t, e2e.SinkOptions{})
+	datadog := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, publicCA.Server(t, testcerts.Options{}))})
+	mesh := e2e.NewSink(t, otlpfixture.SinkOptions{})
 
 	g := newGatewayEnv(t, def, nil)
 	env := append(g.env,
@@ -88,14 +91,14 @@ func TestGatewayBackendsList(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i := 0; i < requests; i++ {
-		if err := client.SendLogs(ctx, e2e.FluentBitLogs(perRequest, int64(i*perRequest)), e2e.Encoding{}); err != nil {
+		if err := client.SendLogs(ctx, otlpfixture.FluentBitLogs(perRequest, int64(i*perRequest)), otlpfixture.Encoding{}); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
 	const total = perRequest * requests
 
 	type want struct {
-		sink     *e2e.Sink
+		sink     *otlpfixture.Sink
 		protocol string
 		header   string // the one credential header it must see
 		value    string

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
@@ -43,16 +46,12 @@ exporters:
     retry_on_failure: {enabled: true, initial_interval: 100ms, max_interval: 1s, max_elapsed_time: 0}
 service:
   extensions: [certwatch/backend]
-` + selfMetricsTelemetry + `  pipelines:
+` + e2e.SelfMetricsTelemetry + `  pipelines:
     logs: {receivers: [otlp_http_pooled], exporters: [%[1]s/backend]}
 `
 
 // certwatchTimeout bounds each wait: generous, the machine is small and shared.
 const certwatchTimeout = 90 * time.Second
-
-func certFiles(ca []byte, client *testcerts.KeyPair) map[string][]byte {
-	return map[string][]byte{"ca.crt": ca, "tls.crt": client.CertPEM, "tls.key": client.KeyPEM}
-}
 
 // TestCertwatchRotationUnderLoad runs the built binary against a backend that
 // requires client certificates, under a continuous load of about 2,000 records/s,
@@ -76,12 +75,12 @@ func testCertwatch(t *testing.T, exporter string) {
 	backendCA1 := testcerts.NewCA(t, "backend-ca-1")
 	clientCA := testcerts.NewCA(t, "relay-client-ca")
 	client1 := clientCA.Client(t, testcerts.Options{CommonName: "relay-1"})
-	testcerts.AtomicWrite(t, certDir, certFiles(backendCA1.CertPEM, client1))
+	testcerts.AtomicWrite(t, certDir, client1.SecretFiles(backendCA1.CertPEM))
 
 	// The backend ends each gRPC connection after a few seconds (gracefully,
 	// with GOAWAY), as many real backends and load balancers do, so the relay
 	// handshakes again regularly.
-	sink := e2e.NewSink(t, e2e.SinkOptions{
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{
 		TLS: testcerts.ServerTLS(t, backendCA1.Server(t, testcerts.Options{}), clientCA),
 		GRPCServerOptions: []grpc.ServerOption{grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionAge: 2 * time.Second, MaxConnectionAgeGrace: 30 * time.Second,
@@ -106,7 +105,7 @@ func testCertwatch(t *testing.T, exporter string) {
 	// 1. Client certificate rotation.
 	client2 := clientCA.Client(t, testcerts.Options{CommonName: "relay-2"})
 	mark := len(sink.Requests())
-	testcerts.AtomicWrite(t, certDir, certFiles(backendCA1.CertPEM, client2))
+	testcerts.AtomicWrite(t, certDir, client2.SecretFiles(backendCA1.CertPEM))
 	waitPeer(t, sink, mark, client2.Serial(), "delivery with relay-2 after the client certificate rotation")
 
 	// 2. CA rotation. The backend moves to a certificate from a new CA, and
@@ -118,7 +117,7 @@ func testCertwatch(t *testing.T, exporter string) {
 		t.Fatalf("the exporter never failed against the backend's new CA: %v", err)
 	}
 	before := sink.LogRecordCount()
-	testcerts.AtomicWrite(t, certDir, certFiles(testcerts.Bundle(backendCA1, backendCA2), client2))
+	testcerts.AtomicWrite(t, certDir, client2.SecretFiles(testcerts.Bundle(backendCA1, backendCA2)))
 	waitCond(t, "delivery resumes once the bundle trusts the new CA", func() bool {
 		return sink.LogRecordCount() > before+2000
 	})
@@ -188,7 +187,7 @@ func testCertwatch(t *testing.T, exporter string) {
 
 // waitPeer waits until a request after the first `from` presented the client
 // certificate with serial.
-func waitPeer(t *testing.T, sink *e2e.Sink, from int, serial, what string) {
+func waitPeer(t *testing.T, sink *otlpfixture.Sink, from int, serial, what string) {
 	t.Helper()
 	waitCond(t, what, func() bool {
 		reqs := sink.Requests()
@@ -258,10 +257,10 @@ func startLoad(t *testing.T, url string) *loadGen {
 				return
 			case <-tick.C:
 			}
-			ld := e2e.FluentBitLogs(100, seq)
+			ld := otlpfixture.FluentBitLogs(100, seq)
 			for {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err := client.SendLogs(ctx, ld, e2e.Encoding{})
+				err := client.SendLogs(ctx, ld, otlpfixture.Encoding{})
 				cancel()
 				if err == nil {
 					break

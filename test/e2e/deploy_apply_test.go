@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // The overlays applied to a real kube-apiserver (from `hack/kube-peers.sh`, in
@@ -9,12 +11,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // TestKubeDeployApply applies every overlay (and base with federation over plain
@@ -27,10 +32,10 @@ func TestKubeDeployApply(t *testing.T) {
 
 	// Every overlay, and federation over plain http before tigera's (the objects
 	// share names: the last apply is what the checks below read).
-	dirs := map[string]string{"plain-http federation": federationOverlay(t, "federation-plain-http")}
+	dirs := map[string]string{"plain-http federation": manifest.FederationOverlay(t, "federation-plain-http")}
 	order := []string{"aks", "plain-http federation", "tigera", "example-backend"}
-	for _, o := range overlays {
-		dirs[o] = deployDir("overlays", o)
+	for _, o := range manifest.Overlays() {
+		dirs[o] = manifest.Dir("overlays", o)
 	}
 	for _, o := range order {
 		dir := dirs[o]
@@ -165,4 +170,45 @@ func checkFederationToken(t *testing.T, name string, sts *appsv1.StatefulSet) {
 		}
 	}
 	t.Errorf("%s: RELAY_FEDERATION_TOKEN_FILE %s is not a projected serviceAccountToken", name, file)
+}
+
+// TestKubeCertManagerComponent applies deploy/overlays/platform (base + agent +
+// the cert-manager, trust-manager, servicemonitor and alerts components)
+// server-side to a real API server with the real CRDs installed, twice: the
+// second apply changes nothing.
+func TestKubeCertManagerComponent(t *testing.T) {
+	k := e2e.StartKube(t)
+	e2e.InstallPlatformCRDs(t, func(args ...string) string { return k.MustKubectl(t, args...) })
+	// cert-manager's namespace and fluent-bit's exist before this is installed.
+	k.MustKubectl(t, "create", "namespace", "cert-manager")
+	k.MustKubectl(t, "create", "namespace", "logging")
+
+	dir := manifest.Dir("overlays", "platform")
+	out := k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
+	t.Logf("first apply:\n%s", out)
+	for _, want := range []string{
+		"certificate.cert-manager.io/otelcol-relay-receiver-tls serverside-applied",
+		"certificate.cert-manager.io/otelcol-relay-agent-tls serverside-applied",
+		"certificate.cert-manager.io/otelcol-relay-fluent-bit-tls serverside-applied",
+		"certificate.cert-manager.io/otelcol-relay-ca serverside-applied",
+		"clusterissuer.cert-manager.io/otelcol-relay-ca serverside-applied",
+		"bundle.trust.cert-manager.io/otelcol-relay-ca serverside-applied",
+		"prometheusrule.monitoring.coreos.com/otelcol-relay serverside-applied",
+		"servicemonitor.monitoring.coreos.com/otelcol-relay serverside-applied",
+		"podmonitor.monitoring.coreos.com/otelcol-relay-federation serverside-applied",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("first apply did not report %q", want)
+		}
+	}
+	before := resourceVersions(t, k, dir)
+	k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
+	after := resourceVersions(t, k, dir)
+	if strings.Join(before, "\n") != strings.Join(after, "\n") {
+		t.Errorf("second apply changed objects:\nbefore %v\nafter  %v", before, after)
+	}
+	// The CRDs' schemas are strict: a field they do not know is refused, not kept.
+	if out, err := k.Kubectl(t, "get", "certificate", "-n", "cert-manager", "otelcol-relay-ca", "-o", "jsonpath={.spec.privateKey.rotationPolicy}"); err != nil || out != "Never" {
+		t.Errorf("CA Certificate privateKey.rotationPolicy = %q (%v), want Never as applied", out, err)
+	}
 }

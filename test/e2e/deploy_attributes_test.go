@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // The gateway and agent configs from deploy/ enrich logs with Kubernetes metadata,
@@ -16,11 +18,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestKubeAttributes runs the gateway and agent configs from deploy/ with the
@@ -35,7 +40,7 @@ func TestKubeAttributes(t *testing.T) {
 	first := c.addPod(t, "x2x4z", e2e.FreeLoopbackIP(t))
 	gw := startAttributesGateway(t, c)
 	ag := startAttributesAgent(t, c)
-	check := func(t *testing.T, name string, sink *e2e.Sink, p pod, send func(mark string) error) {
+	check := func(t *testing.T, name string, sink *otlpfixture.Sink, p pod, send func(mark string) error) {
 		t.Helper()
 		expectEnriched(t, name, sink, c.identity(p), send, gw.col, ag.col)
 	}
@@ -65,7 +70,7 @@ func TestKubeAttributes(t *testing.T) {
 		})
 		for _, attr := range []string{"k8s.pod.uid", "k8s.pod.name", "k8s.namespace.name"} {
 			addr := fmt.Sprintf("127.0.0.1:%d", ag.metricsPort)
-			if !e2e.WaitFor(30*time.Second, func() bool {
+			if !otlpfixture.WaitFor(30*time.Second, func() bool {
 				m, err := e2e.ScrapeSelfMetrics(addr)
 				if err != nil {
 					return false
@@ -85,7 +90,7 @@ func TestKubeAttributes(t *testing.T) {
 		if err := sendAnonymousFrom(t, gw.fluentBit, "anonymous"); err != nil {
 			t.Fatal(err)
 		}
-		if !e2e.WaitFor(30*time.Second, func() bool { return resourceOf(gw.sink, "anonymous") != nil }) {
+		if !otlpfixture.WaitFor(30*time.Second, func() bool { return resourceOf(gw.sink, "anonymous") != nil }) {
 			t.Fatal("anonymous record never reached the sink")
 		}
 		if res := resourceOf(gw.sink, "anonymous"); res["k8s.pod.uid"] != "" {
@@ -122,7 +127,7 @@ func TestKubeAttributes(t *testing.T) {
 // the gateway's bundle verifies, as deploy/fluent-bit does.
 type attributesGateway struct {
 	col       *e2e.Collector
-	sink      *e2e.Sink
+	sink      *otlpfixture.Sink
 	fluentBit *e2e.HTTPClient
 	env, args []string // to start another gateway like it
 	// grpcAddr is the agents' receiver (otlp, OTLP/gRPC with mutual TLS).
@@ -157,7 +162,7 @@ func startAttributesGateway(t *testing.T, c *cluster) *attributesGateway {
 		"OTEL_EXPORTER_DEFAULT_CERT_FILE="+certFile,
 		"OTEL_EXPORTER_DEFAULT_KEY_FILE="+keyFile,
 	)
-	gw.args = []string{"--config", deployDir("base", "gateway.yaml")}
+	gw.args = []string{"--config", manifest.Dir("base", "gateway.yaml")}
 	gw.col = e2e.Start(t, "", e2e.Options{Env: gw.env, ReadyTimeout: 2 * time.Minute, Args: gw.args})
 
 	fbCA, fbCert, fbKey := c.tlsFiles(t, "fluent-bit")
@@ -204,7 +209,7 @@ func (gw *attributesGateway) sendFluentBit(c *cluster, p pod, mark string, onRes
 	attrs.PutStr("k8s.namespace.name", c.ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return gw.fluentBit.SendLogs(ctx, ld, e2e.Encoding{})
+	return gw.fluentBit.SendLogs(ctx, ld, otlpfixture.Encoding{})
 }
 
 // attributesAgent is deploy/agent/agent.yaml with the aks overlay's environment
@@ -212,7 +217,7 @@ func (gw *attributesGateway) sendFluentBit(c *cluster, p pod, mark string, onRes
 // gateway.
 type attributesAgent struct {
 	col                             *e2e.Collector
-	sink                            *e2e.Sink // nil when it exports to a gateway
+	sink                            *otlpfixture.Sink // nil when it exports to a gateway
 	grpcPort, httpPort, metricsPort int
 }
 
@@ -233,7 +238,7 @@ func startAttributesAgentTo(t *testing.T, c *cluster, gateway string) *attribute
 	ag := &attributesAgent{}
 	aCA, aCert, aKey := c.tlsFiles(t, "agent-gateway")
 	ag.grpcPort, ag.httpPort, ag.metricsPort = e2e.FreePort(t), e2e.FreePort(t), e2e.FreePort(t)
-	aEnv := append(agentEnvBase, agentEnv(t, deployDir("overlays", "aks"), map[string]string{
+	aEnv := append(agentEnvBase, agentEnv(t, manifest.Dir("overlays", "aks"), map[string]string{
 		"MY_POD_IP":               "127.0.0.1",
 		"RELAY_OTLP_GRPC_PORT":    fmt.Sprint(ag.grpcPort),
 		"RELAY_OTLP_HTTP_PORT":    fmt.Sprint(ag.httpPort),
@@ -246,7 +251,7 @@ func startAttributesAgentTo(t *testing.T, c *cluster, gateway string) *attribute
 		"RELAY_GATEWAY_CERT_FILE": aCert,
 		"RELAY_GATEWAY_KEY_FILE":  aKey,
 	})...)
-	ag.col = e2e.Start(t, "", e2e.Options{Env: aEnv, ReadyTimeout: 2 * time.Minute, Args: []string{"--config", deployDir("agent", "agent.yaml")}})
+	ag.col = e2e.Start(t, "", e2e.Options{Env: aEnv, ReadyTimeout: 2 * time.Minute, Args: []string{"--config", manifest.Dir("agent", "agent.yaml")}})
 	return ag
 }
 
@@ -275,13 +280,13 @@ func (ag *attributesAgent) sendApp(p pod, mark string, claims ...string) error {
 	lr.Attributes().PutStr("e2e.mark", mark)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return e2e.SendLogsGRPC(ctx, cc, ld)
+	return otlpfixture.SendLogsGRPC(ctx, cc, ld)
 }
 
 // expectEnriched resends until a record comes out enriched (informers sync after
 // the start), then requires every field of want. The collectors' logs go with a
 // failure.
-func expectEnriched(t *testing.T, name string, sink *e2e.Sink, want map[string]string, send func(mark string) error, gateway, agent *e2e.Collector) {
+func expectEnriched(t *testing.T, name string, sink *otlpfixture.Sink, want map[string]string, send func(mark string) error, gateway, agent *e2e.Collector) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	var last map[string]string
@@ -290,7 +295,7 @@ func expectEnriched(t *testing.T, name string, sink *e2e.Sink, want map[string]s
 		if err := send(mark); err != nil {
 			t.Logf("%s: send: %v", name, err)
 		}
-		e2e.WaitFor(5*time.Second, func() bool {
+		otlpfixture.WaitFor(5*time.Second, func() bool {
 			last = resourceOf(sink, mark)
 			return last != nil && last["k8s.pod.uid"] != ""
 		})
@@ -315,11 +320,11 @@ func sendAnonymousFrom(t *testing.T, c *e2e.HTTPClient, mark string) error {
 	lr.Attributes().PutStr("e2e.mark", mark)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return c.SendLogs(ctx, ld, e2e.Encoding{})
+	return c.SendLogs(ctx, ld, otlpfixture.Encoding{})
 }
 
 // resourceOf returns the resource attributes of the record marked mark, or nil.
-func resourceOf(s *e2e.Sink, mark string) map[string]string {
+func resourceOf(s *otlpfixture.Sink, mark string) map[string]string {
 	for _, ld := range s.Logs() {
 		for i := 0; i < ld.ResourceLogs().Len(); i++ {
 			rl := ld.ResourceLogs().At(i)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // The cluster the attribute and kubelet tests run the built binary against: a
@@ -15,12 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
 // cluster is the API server with the aks overlay applied and a Deployment's pods.
@@ -42,7 +47,7 @@ type pod struct {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	k := e2e.StartKube(t)
-	k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("overlays", "aks"))
+	k.MustKubectl(t, "apply", "--server-side", "-k", manifest.Dir("overlays", "aks"))
 	c := &cluster{k: k, ns: "payments", node: "node-a", dirCerts: t.TempDir()}
 	ctx := context.Background()
 	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{}); err != nil {
@@ -154,22 +159,22 @@ func (c *cluster) tlsFiles(t *testing.T, name string) (ca, cert, key string) {
 }
 
 // tlsSink is an OTLP sink serving a certificate from the cluster's CA.
-func (c *cluster) tlsSink(t *testing.T) *e2e.Sink {
+func (c *cluster) tlsSink(t *testing.T) *otlpfixture.Sink {
 	t.Helper()
 	kp := c.k.CA.Server(t, testcerts.Options{CommonName: "sink"})
-	return e2e.NewSink(t, e2e.SinkOptions{TLS: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{kp.TLSCertificate(t)}}})
+	return e2e.NewSink(t, otlpfixture.SinkOptions{TLS: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{kp.TLSCertificate(t)}}})
 }
 
 // agentEnv is the environment the DaemonSet of overlay gives the agent (from the
 // rendered manifest), with the downward-API and file values pointed at this test.
 func agentEnv(t *testing.T, overlayDir string, over map[string]string) []string {
 	t.Helper()
-	r := kustomize(t, overlayDir)
-	if len(r.daemonSets) != 1 {
-		t.Fatalf("%s renders %d DaemonSets, want 1", overlayDir, len(r.daemonSets))
+	r := manifest.Render(t, overlayDir)
+	if len(r.DaemonSets) != 1 {
+		t.Fatalf("%s renders %d DaemonSets, want 1", overlayDir, len(r.DaemonSets))
 	}
 	var env []string
-	for _, e := range r.daemonSets[0].Spec.Template.Spec.Containers[0].Env {
+	for _, e := range r.DaemonSets[0].Spec.Template.Spec.Containers[0].Env {
 		if _, ok := over[e.Name]; ok || e.ValueFrom != nil {
 			continue
 		}

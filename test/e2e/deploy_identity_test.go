@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // Pod identity through both binaries: an application sends to the agent
@@ -25,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -92,11 +95,11 @@ func TestKubeIdentityThroughAgentAndGateway(t *testing.T) {
 	for name, ip := range map[string]string{"hostNetwork pod": hostIP, "address of no pod": e2e.FreeLoopbackIP(t)} {
 		t.Run(name+" gets no identity", func(t *testing.T) {
 			mark := "unknown-" + ip
-			if !e2e.WaitFor(60*time.Second, func() bool {
+			if !otlpfixture.WaitFor(60*time.Second, func() bool {
 				if err := ag.send("grpc", ip, mark, claims, claims); err != nil {
 					t.Logf("send: %v", err)
 				}
-				return e2e.WaitFor(5*time.Second, func() bool { return resourceOf(gw.sink, mark) != nil })
+				return otlpfixture.WaitFor(5*time.Second, func() bool { return resourceOf(gw.sink, mark) != nil })
 			}) {
 				t.Fatalf("the record from %s never reached the sink\ngateway:\n%s\nagent:\n%s", ip, tail(gw.col.Output()), tail(ag.col.Output()))
 			}
@@ -144,7 +147,7 @@ func (ag *attributesAgent) send(proto, ip, mark string, onResource, onRecord map
 	if proto == "http" {
 		client := e2e.NewHTTPClient(fmt.Sprintf("http://127.0.0.1:%d", ag.httpPort), nil)
 		client.Client.Transport.(*http.Transport).DialContext = dial
-		return client.SendLogs(ctx, ld, e2e.Encoding{})
+		return client.SendLogs(ctx, ld, otlpfixture.Encoding{})
 	}
 	cc, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", ag.grpcPort),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -153,12 +156,12 @@ func (ag *attributesAgent) send(proto, ip, mark string, onResource, onRecord map
 		return err
 	}
 	defer cc.Close()
-	return e2e.SendLogsGRPC(ctx, cc, ld)
+	return otlpfixture.SendLogsGRPC(ctx, cc, ld)
 }
 
 // expectNoRecordClaims fails if a record marked with a mark starting with
 // prefix still carries one of the claimed attributes.
-func expectNoRecordClaims(t *testing.T, s *e2e.Sink, prefix string, claims map[string]string) {
+func expectNoRecordClaims(t *testing.T, s *otlpfixture.Sink, prefix string, claims map[string]string) {
 	t.Helper()
 	for _, ld := range s.Logs() {
 		for i := 0; i < ld.ResourceLogs().Len(); i++ {
@@ -189,7 +192,7 @@ func (gw *attributesGateway) sendAsAgent(t *testing.T, c *cluster, proto, mark s
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if proto == "http" {
-		return gw.fluentBit.SendLogs(ctx, ld, e2e.Encoding{})
+		return gw.fluentBit.SendLogs(ctx, ld, otlpfixture.Encoding{})
 	}
 	kp := c.k.CA.Peer(t, testcerts.Options{CommonName: "agent"})
 	creds := credentials.NewTLS(&tls.Config{RootCAs: c.k.CA.Pool(), Certificates: []tls.Certificate{kp.TLSCertificate(t)}, ServerName: "localhost"})
@@ -198,7 +201,7 @@ func (gw *attributesGateway) sendAsAgent(t *testing.T, c *cluster, proto, mark s
 		return err
 	}
 	defer cc.Close()
-	return e2e.SendLogsGRPC(ctx, cc, ld)
+	return otlpfixture.SendLogsGRPC(ctx, cc, ld)
 }
 
 // markedLogs is one record marked mark, with onResource and onRecord attributes.

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // The agent's kubelet_stats receiver against a kubelet that authorizes it the
@@ -9,21 +11,26 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
 // fakeKubelet serves /stats/summary over HTTPS with a certificate nobody trusts
@@ -133,7 +140,7 @@ func TestKubeKubeletStats(t *testing.T) {
 	p := c.addPod(t, "x2x4z", e2e.FreeLoopbackIP(t))
 	token := c.k.ServiceAccountToken(t, "otelcol-relay", "otelcol-relay-agent")
 
-	run := func(t *testing.T, overlayDir string) (*e2e.Collector, *e2e.Sink, *fakeKubelet) {
+	run := func(t *testing.T, overlayDir string) (*e2e.Collector, *otlpfixture.Sink, *fakeKubelet) {
 		nodeIP := e2e.FreeLoopbackIP(t, 10250)
 		kubelet := startFakeKubelet(t, c, nodeIP, p)
 		sink := c.tlsSink(t)
@@ -151,12 +158,12 @@ func TestKubeKubeletStats(t *testing.T) {
 			"RELAY_GATEWAY_CERT_FILE": aCert,
 			"RELAY_GATEWAY_KEY_FILE":  aKey,
 		})...)
-		col := e2e.Start(t, "", e2e.Options{Env: env, ReadyTimeout: 2 * time.Minute, Args: []string{"--config", deployDir("agent", "agent.yaml")}})
+		col := e2e.Start(t, "", e2e.Options{Env: env, ReadyTimeout: 2 * time.Minute, Args: []string{"--config", manifest.Dir("agent", "agent.yaml")}})
 		return col, sink, kubelet
 	}
 
 	t.Run("base verifies the kubelet certificate", func(t *testing.T) {
-		col, sink, kubelet := run(t, deployDir("agent"))
+		col, sink, kubelet := run(t, manifest.Dir("agent"))
 		if err := col.WaitForOutput("x509", 90*time.Second); err != nil {
 			t.Fatalf("no certificate verification error from kubelet_stats: %v\n%s", err, tail(col.Output()))
 		}
@@ -169,22 +176,22 @@ func TestKubeKubeletStats(t *testing.T) {
 	})
 
 	t.Run("aks skips verification and sends the token", func(t *testing.T) {
-		col, sink, kubelet := run(t, deployDir("overlays", "aks"))
+		col, sink, kubelet := run(t, manifest.Dir("overlays", "aks"))
 		var names map[string]map[string]string
-		ok := e2e.WaitFor(90*time.Second, func() bool {
+		ok := otlpfixture.WaitFor(90*time.Second, func() bool {
 			names = metricNames(sink)
 			return hasPrefix(names, "k8s.node.") && hasPrefix(names, "k8s.pod.") && hasPrefix(names, "container.")
 		})
 		n, denied := kubelet.counts()
 		if !ok {
-			t.Fatalf("want node, pod and container metrics; got %v (kubelet served %d, denied %v)\n%s", keys(names), n, denied, tail(col.Output()))
+			t.Fatalf("want node, pod and container metrics; got %v (kubelet served %d, denied %v)\n%s", slices.Sorted(maps.Keys(names)), n, denied, tail(col.Output()))
 		}
 		if n == 0 || len(denied) != 0 {
 			t.Errorf("kubelet served %d authorized requests, denied %v", n, denied)
 		}
 		res := names["k8s.pod.memory.usage"]
 		if res == nil {
-			t.Fatalf("no k8s.pod.memory.usage in %v", keys(names))
+			t.Fatalf("no k8s.pod.memory.usage in %v", slices.Sorted(maps.Keys(names)))
 		}
 		for k, v := range c.identity(p) {
 			if res[k] != v {
@@ -195,7 +202,7 @@ func TestKubeKubeletStats(t *testing.T) {
 }
 
 // metricNames maps each metric name the sink saw to its resource attributes.
-func metricNames(s *e2e.Sink) map[string]map[string]string {
+func metricNames(s *otlpfixture.Sink) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, md := range s.Metrics() {
 		rms := md.ResourceMetrics()

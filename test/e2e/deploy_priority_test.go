@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -10,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // TestKubePriorityClassComponent: deploy/components/priority-class gives the relay,
@@ -34,7 +37,7 @@ func TestKubePriorityClassComponent(t *testing.T) {
 		return *got.Spec.Priority
 	}
 
-	base := overlayOf(t, []string{deployDir("base"), deployDir("agent")})
+	base := manifest.OverlayOf(t, []string{manifest.Dir("base"), manifest.Dir("agent")})
 	k.MustKubectl(t, "apply", "--server-side", "-k", base)
 	ds, err := k.Client.AppsV1().DaemonSets(ns).Get(ctx, "otelcol-relay-agent", metav1.GetOptions{})
 	if err != nil {
@@ -44,7 +47,7 @@ func TestKubePriorityClassComponent(t *testing.T) {
 		t.Errorf("without the component the agent's pod has priority %d, want the default 0", p)
 	}
 
-	with := overlayOf(t, []string{deployDir("base"), deployDir("agent")}, deployDir("components", "federation"), deployDir("components", "priority-class"))
+	with := manifest.OverlayOf(t, []string{manifest.Dir("base"), manifest.Dir("agent")}, manifest.Dir("components", "federation"), manifest.Dir("components", "priority-class"))
 	k.MustKubectl(t, "apply", "--server-side", "-k", with)
 	for _, name := range []string{"otelcol-relay", "otelcol-relay-federation"} {
 		sts, err := k.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})

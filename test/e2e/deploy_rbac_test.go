@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // The ServiceAccounts the manifests create can do exactly what the components
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // TestKubeDeployRBAC: as each ServiceAccount (relay, federation, agent), `kubectl
@@ -21,14 +24,14 @@ import (
 func TestKubeDeployRBAC(t *testing.T) {
 	k := e2e.StartKube(t)
 	installServiceMonitorCRD(t, k)
-	for _, o := range overlays {
+	for _, o := range manifest.Overlays() {
 		if o == "tigera" {
 			continue // its one extra rule (services/proxy) is checked by TestKubeTigeraOverlay
 		}
-		k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("overlays", o))
+		k.MustKubectl(t, "apply", "--server-side", "-k", manifest.Dir("overlays", o))
 	}
 	// Federation's ServiceAccount: the component as an overlay adds it.
-	k.MustKubectl(t, "apply", "--server-side", "-k", federationOverlay(t))
+	k.MustKubectl(t, "apply", "--server-side", "-k", manifest.FederationOverlay(t))
 
 	// Only what the informers k8s_attributes starts need: pods, list and watch.
 	informers := []string{"list", "watch"}
@@ -128,4 +131,31 @@ func rulesOf(t *testing.T, k *e2e.Kube, user string) map[string][]string {
 		rules[f[0]] = verbs
 	}
 	return rules
+}
+
+// TestKubeFluentBitRBAC: on a real API server, fluent-bit's ServiceAccount may
+// get, list and watch pods and namespaces (the kubernetes filter's lookups) and
+// nothing more.
+func TestKubeFluentBitRBAC(t *testing.T) {
+	k := e2e.StartKube(t)
+	k.MustKubectl(t, "apply", "--server-side", "-k", manifest.Dir("fluent-bit"))
+	ds := manifest.Render(t, manifest.Dir("fluent-bit")).DaemonSets[0]
+	user := "system:serviceaccount:" + ds.Namespace + ":" + ds.Spec.Template.Spec.ServiceAccountName
+	want := map[string][]string{"namespaces": {"get", "list", "watch"}, "pods": {"get", "list", "watch"}}
+	if got := canIList(t, k, user); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("rules for %s:\n got  %v\n want %v", user, got, want)
+	}
+	for res, verbs := range want {
+		for _, v := range verbs {
+			if !canI(t, k, user, v, res, "-n", "default") {
+				t.Errorf("%s cannot %s %s in another namespace; the kubernetes filter looks up every node's pods", user, v, res)
+			}
+		}
+	}
+	for _, q := range [][]string{{"get", "secrets"}, {"list", "secrets", "-n", "kube-system"}, {"create", "pods"},
+		{"patch", "pods"}, {"get", "nodes/proxy"}, {"get", "configmaps"}, {"delete", "namespaces"}} {
+		if canI(t, k, user, q...) {
+			t.Errorf("%s can %v; it must not", user, q)
+		}
+	}
 }

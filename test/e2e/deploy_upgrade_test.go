@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // The upgrade from the single gateway as it was released to the relay of deploy/base,
@@ -12,9 +14,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // TestKubeDeployUpgrade installs the single gateway as it was released (deploy/base
@@ -55,7 +59,7 @@ func TestKubeDeployUpgrade(t *testing.T) {
 	}
 	t.Logf("the single gateway's queue: PVC %s (uid %s)", backlog.Name, backlog.UID)
 
-	today := federationOverlay(t)
+	today := manifest.FederationOverlay(t)
 	out := k.MustKubectl(t, "apply", "--server-side", "-k", today)
 	t.Logf("upgrade:\n%s", out)
 	relay, err := sts.Get(ctx, "otelcol-relay", metav1.GetOptions{})
@@ -73,7 +77,7 @@ func TestKubeDeployUpgrade(t *testing.T) {
 	if err != nil || got.UID != backlog.UID {
 		t.Fatalf("PVC %s after the upgrade: %v (uid %v, want %s)", claim, err, got.UID, backlog.UID)
 	}
-	if !selects(relay.Spec.Selector, got.Labels) {
+	if !manifest.Selects(relay.Spec.Selector, got.Labels) {
 		t.Errorf("the relay's selector %v does not select the kept PVC's labels %v", relay.Spec.Selector, got.Labels)
 	}
 	fed, err := sts.Get(ctx, "otelcol-relay-federation", metav1.GetOptions{})

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // hack/dev-certs.sh creates what an overlay's pods need, and nothing is missing.
@@ -13,10 +15,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/podrefs"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/podrefs"
 )
 
 var devCertsOverlays = []string{"aks", "example-backend"}
@@ -57,18 +61,18 @@ func devCertsObjects(t *testing.T, dir string, kustomizations ...string) map[str
 // render itself.
 func podRefsOf(t *testing.T, dir string) []podrefs.Ref {
 	t.Helper()
-	r := kustomize(t, dir)
+	r := manifest.Render(t, dir)
 	var specs []struct {
 		ns   string
 		spec corev1.PodSpec
 	}
-	for _, s := range r.statefulSets {
+	for _, s := range r.StatefulSets {
 		specs = append(specs, struct {
 			ns   string
 			spec corev1.PodSpec
 		}{s.Namespace, s.Spec.Template.Spec})
 	}
-	for _, d := range r.daemonSets {
+	for _, d := range r.DaemonSets {
 		specs = append(specs, struct {
 			ns   string
 			spec corev1.PodSpec
@@ -77,7 +81,7 @@ func podRefsOf(t *testing.T, dir string) []podrefs.Ref {
 	var out []podrefs.Ref
 	for _, s := range specs {
 		for _, ref := range podrefs.Of(s.ns, s.spec) {
-			if _, generated := r.configMaps[ref.Name]; generated && ref.Kind == podrefs.ConfigMap {
+			if _, generated := r.ConfigMaps[ref.Name]; generated && ref.Kind == podrefs.ConfigMap {
 				continue
 			}
 			out = append(out, ref)
@@ -99,7 +103,7 @@ func TestDevCertsCoverOverlay(t *testing.T) {
 	for _, o := range devCertsOverlays {
 		t.Run(o, func(t *testing.T) {
 			dir := t.TempDir()
-			dirs := []string{deployDir("overlays", o), deployDir("fluent-bit")}
+			dirs := []string{manifest.Dir("overlays", o), manifest.Dir("fluent-bit")}
 			objects := devCertsObjects(t, dir, dirs...)
 			for _, d := range dirs {
 				for _, ref := range podRefsOf(t, d) {
@@ -165,7 +169,7 @@ func TestKubeDevCerts(t *testing.T) {
 	for _, o := range devCertsOverlays {
 		t.Run(o, func(t *testing.T) {
 			k := e2e.StartKube(t)
-			dirs := []string{deployDir("overlays", o), deployDir("fluent-bit")}
+			dirs := []string{manifest.Dir("overlays", o), manifest.Dir("fluent-bit")}
 			material := t.TempDir()
 			cmd := exec.Command(filepath.Join(e2e.RepoRoot(), "hack", "dev-certs.sh"), append([]string{"-dir", material}, dirs...)...)
 			cmd.Env = append(cmd.Environ(), "KUBECONFIG="+k.Kubeconfig)

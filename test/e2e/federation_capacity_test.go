@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // seriesTarget serves n series in the Prometheus text format, shaped like a
@@ -93,7 +97,7 @@ func TestFederationCapacity(t *testing.T) {
 	target := newSeriesTarget(t, n)
 	f := newFederationRig(t, interval, []string{target.Addr}, interval)
 	// Prometheus holds every series (plus its own up/scrape_* of the target).
-	if !e2e.WaitFor(2*time.Minute, func() bool {
+	if !otlpfixture.WaitFor(2*time.Minute, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		res, err := f.prom.Query(ctx, `count({__name__=~"load_.+"})`)
@@ -116,7 +120,7 @@ func TestFederationCapacity(t *testing.T) {
 		t.Helper()
 		last, seen := f.acceptedPoints(), 0
 		start := last
-		if !e2e.WaitFor(time.Duration(k+2)*interval+time.Minute, func() bool {
+		if !otlpfixture.WaitFor(time.Duration(k+2)*interval+time.Minute, func() bool {
 			if a := f.acceptedPoints(); a > last {
 				last, seen = a, seen+1
 			}
@@ -141,7 +145,7 @@ func TestFederationCapacity(t *testing.T) {
 	// set from the full measurement (deploy/README.md): logged against it here.
 	const capacitySeries, capacityInterval = 300000, 30 * time.Second
 	need := perSeries * capacitySeries / capacityInterval.Seconds()
-	sts := statefulSetOf(t, kustomize(t, federationOverlay(t)), "federation")
+	sts := manifest.Render(t, manifest.FederationOverlay(t)).StatefulSetOf(t, "federation")
 	req := sts.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().AsApproximateFloat64()
 	t.Logf("at %d series every %s: %.3f cores on average, one scrape %.1f CPU-s; the manifest requests %.3f cores",
 		capacitySeries, capacityInterval, need, perSeries*capacitySeries, req)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // Helpers the federation tests share: the files the federation StatefulSet
@@ -10,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -57,15 +61,15 @@ func (f inClusterFiles) federationEnv(target string) []string {
 // newFederationGateway is the federation StatefulSet's environment (deploy/components/federation,
 // shard 0) federating from target, exporting with mutual TLS to a TLS sink;
 // env comes last and so wins.
-func newFederationGateway(t *testing.T, f inClusterFiles, target string, env ...string) (*e2e.Sink, *e2e.Gateway) {
+func newFederationGateway(t *testing.T, f inClusterFiles, target string, env ...string) (*otlpfixture.Sink, *e2e.Gateway) {
 	t.Helper()
 	backend := e2e.NewBackendTLS(t, "default")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: backend.Server})
 	gw := e2e.NewGateway(t, e2e.GatewayOptions{
 		BackendURL: "https://" + sink.HTTPAddr,
 		Backend:    backend,
 		Receiver:   e2e.NewReceiverTLS(t),
-		Env:        append(append(shardEnv(t, federationOverlay(t), 0), f.federationEnv(target)...), env...),
+		Env:        append(append(shardEnv(t, manifest.FederationOverlay(t), 0), f.federationEnv(target)...), env...),
 	})
 	return sink, gw
 }

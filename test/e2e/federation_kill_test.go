@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -12,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // federationRig is config/federation.yaml with the federation StatefulSet's
@@ -19,7 +22,7 @@ import (
 // TLS sink; its queue directory stays across restarts like the pod's PVC.
 type federationRig struct {
 	prom     *e2e.Prometheus
-	sink     *e2e.Sink
+	sink     *otlpfixture.Sink
 	gw       *e2e.Gateway
 	args     []string
 	interval time.Duration
@@ -113,7 +116,7 @@ func TestFederationPodKilled(t *testing.T) {
 	const interval = 3 * time.Second
 	f := newFederationRig(t, interval, nil, 0)
 	col := f.start(t)
-	if !e2e.WaitFor(time.Minute, func() bool { return len(f.scrapeTimes()) >= 3 }) {
+	if !otlpfixture.WaitFor(time.Minute, func() bool { return len(f.scrapeTimes()) >= 3 }) {
 		t.Fatalf("fewer than 3 federation scrapes reached the backend within a minute: %v", f.scrapeTimes())
 	}
 
@@ -122,7 +125,7 @@ func TestFederationPodKilled(t *testing.T) {
 	f.sink.Refuse(true)
 	outage := time.Now()
 	last, queued := f.acceptedPoints(), 0
-	if !e2e.WaitFor(time.Minute, func() bool {
+	if !otlpfixture.WaitFor(time.Minute, func() bool {
 		if a := f.acceptedPoints(); a > last {
 			last, queued = a, queued+1
 		}
@@ -161,7 +164,7 @@ func TestFederationPodKilled(t *testing.T) {
 		}
 	}
 	// Until the backlog has landed and two scrapes of the new process arrived.
-	e2e.WaitFor(time.Minute, func() bool { split(); return queuedArrived >= queued && len(after) >= 2 })
+	otlpfixture.WaitFor(time.Minute, func() bool { split(); return queuedArrived >= queued && len(after) >= 2 })
 	if len(before) == 0 || len(after) == 0 {
 		t.Fatalf("scrapes before the kill %d, after %d: %v", len(before), len(after), f.scrapeTimes())
 	}

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestFederationRunawayAnswerIsBounded: a /federate answer over
@@ -48,7 +51,7 @@ func TestFederationRunawayAnswerIsBounded(t *testing.T) {
 		"RELAY_FEDERATION_INTERVAL=10s", "RELAY_FEDERATION_TIMEOUT=8s")
 	col := e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: []string{"--config=" + gatewayConfig("federation.yaml")}, ReadyTimeout: 90 * time.Second})
 	up, ok := found{}, false
-	if !e2e.WaitFor(2*time.Minute, func() bool { up, ok = latest(sink, "up"); return ok }) {
+	if !otlpfixture.WaitFor(2*time.Minute, func() bool { up, ok = latest(sink, "up"); return ok }) {
 		t.Fatalf("no scrape of /federate reported its outcome within 2 minutes\n%s", tail(col.Output()))
 	}
 	if _, parsed := latest(sink, "runaway"); parsed {

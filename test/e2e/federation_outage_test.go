@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestFederationBackendOutageQueueFull: with the backend down, federation keeps
@@ -22,7 +25,7 @@ func TestFederationBackendOutageQueueFull(t *testing.T) {
 	// A demo scrape is ~2.8 KB in the queue: three fit, the fourth does not.
 	f := newFederationRig(t, interval, nil, 0, "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=9000")
 	col := f.start(t)
-	if !e2e.WaitFor(time.Minute, func() bool { return len(f.scrapeTimes()) >= 2 }) {
+	if !otlpfixture.WaitFor(time.Minute, func() bool { return len(f.scrapeTimes()) >= 2 }) {
 		t.Fatalf("fewer than 2 scrapes reached the backend: %v", f.scrapeTimes())
 	}
 
@@ -35,7 +38,7 @@ func TestFederationBackendOutageQueueFull(t *testing.T) {
 	// Until at least two scrapes have been refused on the full queue.
 	last, accepted, refusals := f.acceptedPoints(), 0, 0
 	lastRefused := r0
-	if !e2e.WaitFor(time.Minute, func() bool {
+	if !otlpfixture.WaitFor(time.Minute, func() bool {
 		if a := f.acceptedPoints(); a > last {
 			last, accepted = a, accepted+1
 		}
@@ -57,7 +60,7 @@ func TestFederationBackendOutageQueueFull(t *testing.T) {
 
 	// Every queued scrape arrives; the refused ones are the gap.
 	var during []time.Time
-	if !e2e.WaitFor(time.Minute, func() bool {
+	if !otlpfixture.WaitFor(time.Minute, func() bool {
 		during = during[:0]
 		for _, x := range f.scrapeTimes() {
 			if x.After(outage) && x.Before(recovered) {
@@ -75,7 +78,7 @@ func TestFederationBackendOutageQueueFull(t *testing.T) {
 	t.Logf("scrapes of the outage that arrived: %d, spaced %v; then nothing until %s after the outage began",
 		len(during), gaps, fmt.Sprint(recovered.Sub(outage).Round(100*time.Millisecond)))
 	n := len(f.scrapeTimes())
-	if !e2e.WaitFor(time.Minute, func() bool { return len(f.scrapeTimes()) >= n+2 }) {
+	if !otlpfixture.WaitFor(time.Minute, func() bool { return len(f.scrapeTimes()) >= n+2 }) {
 		t.Error("federation did not resume after the backend came back")
 	}
 	if !col.Running() {

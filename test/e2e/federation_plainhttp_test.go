@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -15,6 +17,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestFederationPlainHTTPThroughRealPrometheus: with deploy/components/federation-plain-http,
@@ -27,7 +31,7 @@ import (
 func TestFederationPlainHTTPThroughRealPrometheus(t *testing.T) {
 	// What the component sets, as kustomize renders it.
 	var plain []string
-	for _, e := range statefulSetOf(t, kustomize(t, federationOverlay(t, "federation-plain-http")), "federation").Spec.Template.Spec.Containers[0].Env {
+	for _, e := range manifest.Render(t, manifest.FederationOverlay(t, "federation-plain-http")).StatefulSetOf(t, "federation").Spec.Template.Spec.Containers[0].Env {
 		if e.ValueFrom == nil && strings.HasPrefix(e.Name, "RELAY_FEDERATION_") {
 			plain = append(plain, e.Name+"="+e.Value)
 		}
@@ -68,11 +72,11 @@ func TestFederationPlainHTTPThroughRealPrometheus(t *testing.T) {
 	t.Cleanup(func() { _ = hop.Close() })
 
 	backend := e2e.NewBackendTLS(t, "default")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: backend.Server})
 	gw := e2e.NewGateway(t, e2e.GatewayOptions{
 		BackendURL: "https://" + sink.HTTPAddr,
 		Backend:    backend,
-		Env:        append(append(shardEnv(t, federationOverlay(t), 0), plain...), "RELAY_FEDERATION_TARGET="+hopAddr),
+		Env:        append(append(shardEnv(t, manifest.FederationOverlay(t), 0), plain...), "RELAY_FEDERATION_TARGET="+hopAddr),
 	})
 	args := []string{"--config=" + gatewayConfig("federation.yaml")}
 

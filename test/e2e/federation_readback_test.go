@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // What the federation tests read back: the series the sink received, and the
@@ -15,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 )
 
@@ -26,7 +29,7 @@ type found struct {
 
 // latest returns the most recently received metric called name whose points
 // match the attribute filter (nil matches all).
-func latest(s *e2e.Sink, name string) (found, bool) {
+func latest(s *otlpfixture.Sink, name string) (found, bool) {
 	batches := s.Metrics()
 	for i := len(batches) - 1; i >= 0; i-- {
 		rms := batches[i].ResourceMetrics()
@@ -46,7 +49,7 @@ func latest(s *e2e.Sink, name string) (found, bool) {
 }
 
 // waitMetric waits until the sink has received name as a metric of type typ.
-func waitMetric(t *testing.T, s *e2e.Sink, name string, typ pmetric.MetricType, timeout time.Duration) found {
+func waitMetric(t *testing.T, s *otlpfixture.Sink, name string, typ pmetric.MetricType, timeout time.Duration) found {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,6 +22,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestFederationShardsThroughRealPrometheus runs two federation shards the way
@@ -34,14 +40,14 @@ func TestFederationShardsThroughRealPrometheus(t *testing.T) {
 	prom.WaitForQuery(t, `job:demo_queue_depth:sum`, 60*time.Second)
 	prom.WaitForQuery(t, `scrape_series_added`, 60*time.Second)
 	want := federatedSeries(t, prom)
-	t.Logf("/federate has %d series groups: %v", len(want), keys(want))
+	t.Logf("/federate has %d series groups: %v", len(want), slices.Sorted(maps.Keys(want)))
 
-	overlay := shardedOverlay(t)
+	overlay := manifest.FederationOverlay(t, "federation-shards")
 	const shards = 2
-	sinks := make([]*e2e.Sink, shards)
+	sinks := make([]*otlpfixture.Sink, shards)
 	for i := range shards {
 		backend := e2e.NewBackendTLS(t, "default")
-		sinks[i] = e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
+		sinks[i] = e2e.NewSink(t, otlpfixture.SinkOptions{TLS: backend.Server})
 		env := append(shardEnv(t, overlay, i), files.federationEnv(prom.Addr)...)
 		gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sinks[i].HTTPAddr, Backend: backend, Env: env})
 		e2e.Start(t, "", e2e.Options{Env: gw.Env, Args: []string{"--config=" + gatewayConfig("federation.yaml")}, ReadyTimeout: 90 * time.Second})
@@ -59,7 +65,7 @@ func TestFederationShardsThroughRealPrometheus(t *testing.T) {
 		return u
 	}
 	// Each shard scrapes every 30 s; histograms need federation_types' metadata.
-	complete := e2e.WaitFor(3*time.Minute, func() bool {
+	complete := otlpfixture.WaitFor(3*time.Minute, func() bool {
 		u := union()
 		for k := range want {
 			if u[k] == 0 {
@@ -70,7 +76,7 @@ func TestFederationShardsThroughRealPrometheus(t *testing.T) {
 	})
 	u := union()
 	for i := range got {
-		t.Logf("shard %d delivered %v", i, keys(got[i]))
+		t.Logf("shard %d delivered %v", i, slices.Sorted(maps.Keys(got[i])))
 		if len(got[i]) == 0 {
 			t.Errorf("shard %d delivered nothing: its selector splits nothing off", i)
 		}
@@ -163,7 +169,7 @@ var scrapeSelfMetrics = map[string]bool{
 // service.name and service.instance.id are the job and instance labels (the
 // server's address where the series had no instance), a histogram or summary is
 // its _bucket/_sum/_count (or quantile) series.
-func deliveredSeries(s *e2e.Sink, server string) map[string]bool {
+func deliveredSeries(s *otlpfixture.Sink, server string) map[string]bool {
 	out := map[string]bool{}
 	for _, md := range s.Metrics() {
 		for i := 0; i < md.ResourceMetrics().Len(); i++ {

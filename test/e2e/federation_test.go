@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -13,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // federationConfig federates everything from a real Prometheus server the way
@@ -69,7 +72,7 @@ processors:
 type federation struct {
 	target     *e2e.DemoTarget
 	prom       *e2e.Prometheus
-	sink       *e2e.Sink
+	sink       *otlpfixture.Sink
 	relay      *e2e.Collector
 	metricsURL string
 }
@@ -89,7 +92,7 @@ func startPrometheus(t *testing.T) (*e2e.DemoTarget, *e2e.Prometheus) {
 // runs the receiver alone, without the processor.
 func startFederation(t *testing.T, target *e2e.DemoTarget, prom *e2e.Prometheus, metadata string) *federation {
 	t.Helper()
-	f := &federation{target: target, prom: prom, sink: e2e.NewSink(t, e2e.SinkOptions{})}
+	f := &federation{target: target, prom: prom, sink: e2e.NewSink(t, otlpfixture.SinkOptions{})}
 	port := e2e.FreePort(t)
 	f.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	var cfg string

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -224,16 +229,16 @@ func TestFederationWorkloadThroughRealPrometheus(t *testing.T) {
 // pod index.
 func shardEnv(t *testing.T, dir string, index int) []string {
 	t.Helper()
-	r := kustomize(t, dir)
-	for _, s := range r.statefulSets {
+	r := manifest.Render(t, dir)
+	for _, s := range r.StatefulSets {
 		if s.Spec.Template.Labels["app.kubernetes.io/component"] != "federation" {
 			continue
 		}
 		env := []string{fmt.Sprintf("RELAY_FEDERATION_SHARD=%d", index)}
 		for _, from := range s.Spec.Template.Spec.Containers[0].EnvFrom {
-			cm := r.configMaps[from.ConfigMapRef.Name]
-			for _, k := range keys(cm.Data) {
-				if shardVar.MatchString(k) {
+			cm := r.ConfigMaps[from.ConfigMapRef.Name]
+			for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+				if _, ok := manifest.ShardIndex(k); ok {
 					env = append(env, k+"="+cm.Data[k])
 				}
 			}

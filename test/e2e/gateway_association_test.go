@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestGatewayAssociatesRelayedLogsByIdentityNotConnection runs gateway.yaml's logs
@@ -36,7 +39,7 @@ func TestGatewayAssociatesRelayedLogsByIdentityNotConnection(t *testing.T) {
 	var seq int64
 	send := func(ld plog.Logs) {
 		t.Helper()
-		if err := client.SendLogs(ctx, ld, e2e.Encoding{}); err != nil {
+		if err := client.SendLogs(ctx, ld, otlpfixture.Encoding{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +56,7 @@ func TestGatewayAssociatesRelayedLogsByIdentityNotConnection(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no log was associated with pod uid %s within 90s", app.UID)
 		}
-		send(e2e.FluentBitLogs(1, seq))
+		send(otlpfixture.FluentBitLogs(1, seq))
 		seq++
 		time.Sleep(time.Second)
 	}

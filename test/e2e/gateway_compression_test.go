@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -11,7 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // BenchmarkGatewayExportCompression compresses one exporter batch of the gateway
@@ -20,7 +22,7 @@ import (
 // level -1 = SpeedFastest, encoder concurrency 1). It reports the wire size per
 // batch and the ratio; ns/op is the CPU cost per batch on one core.
 func BenchmarkGatewayExportCompression(b *testing.B) {
-	raw, err := plogotlp.NewExportRequestFromLogs(e2e.FluentBitLogs(2000, 0)).MarshalProto()
+	raw, err := plogotlp.NewExportRequestFromLogs(otlpfixture.FluentBitLogs(2000, 0)).MarshalProto()
 	if err != nil {
 		b.Fatal(err)
 	}

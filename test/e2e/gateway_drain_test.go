@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // getFrom is GET url over a connection whose source address is src: the
@@ -37,7 +40,7 @@ func getFrom(t *testing.T, src, url string) (int, string) {
 // /ready is 200.
 func TestGatewayDrainOnlyFromTheNodeAndResumes(t *testing.T) {
 	backend := e2e.NewBackendTLS(t, "default")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: backend.Server})
 	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sink.HTTPAddr, Backend: backend, Env: []string{
 		"MY_HOST_IP=127.0.0.1",
 		"RELAY_DRAIN_TIMEOUT=10s",
@@ -52,7 +55,7 @@ func TestGatewayDrainOnlyFromTheNodeAndResumes(t *testing.T) {
 	send := func(first int64) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return client.SendLogs(ctx, e2e.FluentBitLogs(5, first), e2e.Encoding{})
+		return client.SendLogs(ctx, otlpfixture.FluentBitLogs(5, first), otlpfixture.Encoding{})
 	}
 	if err := send(0); err != nil {
 		t.Fatalf("before any drain: %v", err)
@@ -94,7 +97,7 @@ func TestGatewayDrainOnlyFromTheNodeAndResumes(t *testing.T) {
 	if err := send(15); err != nil {
 		t.Errorf("intake after drain::resume_after: %v; want 200", err)
 	}
-	if !e2e.WaitFor(30*time.Second, func() bool { return sink.LogRecordCount() >= 15 }) {
+	if !otlpfixture.WaitFor(30*time.Second, func() bool { return sink.LogRecordCount() >= 15 }) {
 		t.Errorf("backend has %d records, want the 15 acknowledged", sink.LogRecordCount())
 	}
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -63,8 +67,8 @@ func TestGatewayFederationTokenNeverFollowsARedirect(t *testing.T) {
 	testcerts.WriteFile(t, caFile, ca.CertPEM)
 	testcerts.WriteFile(t, tokenFile, []byte(token))
 	backend := e2e.NewBackendTLS(t, "default")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
-	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sink.HTTPAddr, Backend: backend, Env: append(shardEnv(t, federationOverlay(t), 0),
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: backend.Server})
+	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sink.HTTPAddr, Backend: backend, Env: append(shardEnv(t, manifest.FederationOverlay(t), 0),
 		"RELAY_FEDERATION_TARGET="+tl.Addr().String(),
 		"RELAY_FEDERATION_CA_FILE="+caFile,
 		"RELAY_FEDERATION_TOKEN_FILE="+tokenFile,
@@ -84,7 +88,7 @@ func TestGatewayFederationTokenNeverFollowsARedirect(t *testing.T) {
 		}
 		return false
 	}
-	if !e2e.WaitFor(75*time.Second, func() bool { return saw("/federate") && saw("/api/v1/metadata") }) {
+	if !otlpfixture.WaitFor(75*time.Second, func() bool { return saw("/federate") && saw("/api/v1/metadata") }) {
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("the target did not get both requests with the token; it got %v\n%s", redirected, tail(col.Output()))

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -9,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/podrefs"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // TestGatewayHeaderOnlyDefaultBackend: the default backend as a public OTLP
@@ -23,7 +28,7 @@ import (
 // system pool reads.
 func TestGatewayHeaderOnlyDefaultBackend(t *testing.T) {
 	ca := testcerts.NewCA(t, "public CA")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, ca.Server(t, testcerts.Options{}))})
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, ca.Server(t, testcerts.Options{}))})
 	roots := filepath.Join(t.TempDir(), "roots.pem")
 	testcerts.WriteFile(t, roots, ca.CertPEM)
 
@@ -43,7 +48,7 @@ func TestGatewayHeaderOnlyDefaultBackend(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := e2e.NewHTTPClient(gw.HTTPURL, nil).SendLogs(ctx, e2e.FluentBitLogs(100, 0), e2e.Encoding{}); err != nil {
+	if err := e2e.NewHTTPClient(gw.HTTPURL, nil).SendLogs(ctx, otlpfixture.FluentBitLogs(100, 0), otlpfixture.Encoding{}); err != nil {
 		t.Fatal(err)
 	}
 	sink.WaitForLogRecords(t, 100, time.Minute)
@@ -64,8 +69,8 @@ func TestGatewayHeaderOnlyDefaultBackend(t *testing.T) {
 // otelcol-relay-backend-default and the keypair from Secret
 // otelcol-relay-backend-default-tls, mounted as one whole directory.
 func TestDeployBackendDefaultMTLS(t *testing.T) {
-	workload := func(r rendered, name string) (corev1.PodSpec, map[string]string) {
-		for _, s := range r.statefulSets {
+	workload := func(r manifest.Rendered, name string) (corev1.PodSpec, map[string]string) {
+		for _, s := range r.StatefulSets {
 			if s.Name == name {
 				env := map[string]string{}
 				for _, e := range s.Spec.Template.Spec.Containers[0].Env {
@@ -77,7 +82,7 @@ func TestDeployBackendDefaultMTLS(t *testing.T) {
 		t.Fatalf("no StatefulSet %s", name)
 		return corev1.PodSpec{}, nil
 	}
-	headerOnly, mtls := kustomize(t, federationOverlay(t)), kustomize(t, federationOverlay(t, "backend-default-mtls"))
+	headerOnly, mtls := manifest.Render(t, manifest.FederationOverlay(t)), manifest.Render(t, manifest.FederationOverlay(t, "backend-default-mtls"))
 	for _, name := range []string{"otelcol-relay", "otelcol-relay-federation"} {
 		spec, env := workload(headerOnly, name)
 		for _, v := range []string{"OTEL_EXPORTER_DEFAULT_CA_FILE", "OTEL_EXPORTER_DEFAULT_CERT_FILE", "OTEL_EXPORTER_DEFAULT_KEY_FILE"} {
@@ -105,8 +110,8 @@ func TestDeployBackendDefaultMTLS(t *testing.T) {
 				t.Errorf("%s with backend-default-mtls: %s is not set", name, v)
 				continue
 			}
-			vol, p := mountedVolume(t, spec, c, env[v])
-			if got := projectedFrom(vol, p); got != want {
+			vol, p := manifest.MountedVolume(t, spec, c, env[v])
+			if got := manifest.ProjectedFrom(vol, p); got != want {
 				t.Errorf("%s: %s=%s comes from %v, want %v", name, v, env[v], got, want)
 			}
 		}

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -9,8 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestGatewayReceiversRequireClientCertificates runs config/gateway.yaml alone,
@@ -19,7 +24,7 @@ import (
 // certificate from the bundle gets through to the backend.
 func TestGatewayReceiversRequireClientCertificates(t *testing.T) {
 	backend := e2e.NewBackendTLS(t, "default")
-	sink := e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server})
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: backend.Server})
 	rcv := e2e.NewReceiverTLS(t)
 	gw := e2e.NewGateway(t, e2e.GatewayOptions{BackendURL: "https://" + sink.HTTPAddr, Backend: backend, Receiver: rcv})
 	args := []string{"--config", gatewayConfig("gateway.yaml")}
@@ -37,7 +42,7 @@ func TestGatewayReceiversRequireClientCertificates(t *testing.T) {
 		{"http TLS without a client certificate", "https://" + hostPort, noCert},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := e2e.NewHTTPClient(tc.url, tc.tls).SendLogs(ctx, e2e.FluentBitLogs(1, 0), e2e.Encoding{})
+		err := e2e.NewHTTPClient(tc.url, tc.tls).SendLogs(ctx, otlpfixture.FluentBitLogs(1, 0), otlpfixture.Encoding{})
 		cancel()
 		if err == nil {
 			t.Errorf("%s: accepted; gateway.yaml alone must require TLS with a client certificate", tc.name)
@@ -57,7 +62,7 @@ func TestGatewayReceiversRequireClientCertificates(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err = e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(1, 0))
+		err = otlpfixture.SendLogsGRPC(ctx, cc, otlpfixture.FluentBitLogs(1, 0))
 		cancel()
 		cc.Close()
 		if err == nil {
@@ -73,7 +78,7 @@ func TestGatewayReceiversRequireClientCertificates(t *testing.T) {
 	// The client fluent-bit is: TLS with its certificate.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e2e.NewHTTPClient(gw.HTTPURL, rcv.Client).SendLogs(ctx, e2e.FluentBitLogs(10, 0), e2e.Encoding{}); err != nil {
+	if err := e2e.NewHTTPClient(gw.HTTPURL, rcv.Client).SendLogs(ctx, otlpfixture.FluentBitLogs(10, 0), otlpfixture.Encoding{}); err != nil {
 		t.Fatalf("http with a client certificate: %v", err)
 	}
 	cc, err := e2e.DialGRPC(gw.GRPCAddr, rcv.Client)
@@ -81,7 +86,7 @@ func TestGatewayReceiversRequireClientCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	if err := e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(10, 10)); err != nil {
+	if err := otlpfixture.SendLogsGRPC(ctx, cc, otlpfixture.FluentBitLogs(10, 10)); err != nil {
 		t.Fatalf("grpc with a client certificate: %v", err)
 	}
 	sink.WaitForLogRecords(t, 20, time.Minute)
@@ -90,13 +95,13 @@ func TestGatewayReceiversRequireClientCertificates(t *testing.T) {
 // TestDeployNeverMergesPlaintextReceivers: the plaintext opt-in is for tests and
 // local runs; no manifest passes it to a collector.
 func TestDeployNeverMergesPlaintextReceivers(t *testing.T) {
-	for _, o := range append([]string{"../base", "../agent"}, overlays...) {
-		r := kustomize(t, deployDir("overlays", o))
+	for _, o := range append([]string{"../base", "../agent"}, manifest.Overlays()...) {
+		r := manifest.Render(t, manifest.Dir("overlays", o))
 		var containers []corev1.Container
-		for _, s := range r.statefulSets {
+		for _, s := range r.StatefulSets {
 			containers = append(containers, s.Spec.Template.Spec.Containers...)
 		}
-		for _, d := range r.daemonSets {
+		for _, d := range r.DaemonSets {
 			containers = append(containers, d.Spec.Template.Spec.Containers...)
 		}
 		for _, c := range containers {

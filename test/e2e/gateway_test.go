@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -15,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // The secrets the two backends' headers carry. They must reach their own backend
@@ -32,7 +35,7 @@ func gatewayConfig(name string) string {
 // only accepts clients presenting a certificate from its own client CA, and the
 // files the collector's certwatch instance for it reads.
 type tlsBackend struct {
-	sink                      *e2e.Sink
+	sink                      *otlpfixture.Sink
 	clientCN                  string
 	caFile, certFile, keyFile string
 }
@@ -41,7 +44,7 @@ func newTLSBackend(t *testing.T, name string) *tlsBackend {
 	t.Helper()
 	b := e2e.NewBackendTLS(t, name)
 	return &tlsBackend{
-		sink:     e2e.NewSink(t, e2e.SinkOptions{TLS: b.Server}),
+		sink:     e2e.NewSink(t, otlpfixture.SinkOptions{TLS: b.Server}),
 		clientCN: b.ClientCN,
 		caFile:   b.CAFile, certFile: b.CertFile, keyFile: b.KeyFile,
 	}
@@ -106,8 +109,8 @@ func TestGatewayFluentBitLogsToTwoTLSBackends(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i := 0; i < requests; i++ {
-		ld := e2e.FluentBitLogs(perRequest, int64(i*perRequest))
-		if err := client.SendLogs(ctx, ld, e2e.Encoding{Gzip: i%2 == 1}); err != nil {
+		ld := otlpfixture.FluentBitLogs(perRequest, int64(i*perRequest))
+		if err := client.SendLogs(ctx, ld, otlpfixture.Encoding{Gzip: i%2 == 1}); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -18,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 func sameRecord(t *testing.T, seq int64, want, got plog.LogRecord, wantRes, gotRes pcommon.Resource) {
@@ -54,7 +57,7 @@ func recordsBySeq(lds []plog.Logs) map[int64][]struct {
 			for j := 0; j < rl.ScopeLogs().Len(); j++ {
 				lrs := rl.ScopeLogs().At(j).LogRecords()
 				for k := 0; k < lrs.Len(); k++ {
-					if v, ok := lrs.At(k).Attributes().Get(e2e.SeqAttr); ok {
+					if v, ok := lrs.At(k).Attributes().Get(otlpfixture.SeqAttr); ok {
 						out[v.Int()] = append(out[v.Int()], struct {
 							lr  plog.LogRecord
 							res pcommon.Resource
@@ -79,16 +82,18 @@ func TestLogsArriveUnchanged(t *testing.T) {
 		send func(plog.Logs) error
 	}
 	variants := []variant{
-		{"grpc", func(ld plog.Logs) error { return e2e.SendLogsGRPC(ctx, cc, ld) }},
-		{"http-protobuf", func(ld plog.Logs) error { return client.SendLogs(ctx, ld, e2e.Encoding{}) }},
-		{"http-protobuf-gzip", func(ld plog.Logs) error { return client.SendLogs(ctx, ld, e2e.Encoding{Gzip: true}) }},
-		{"http-json", func(ld plog.Logs) error { return client.SendLogs(ctx, ld, e2e.Encoding{JSON: true}) }},
-		{"http-json-gzip", func(ld plog.Logs) error { return client.SendLogs(ctx, ld, e2e.Encoding{JSON: true, Gzip: true}) }},
+		{"grpc", func(ld plog.Logs) error { return otlpfixture.SendLogsGRPC(ctx, cc, ld) }},
+		{"http-protobuf", func(ld plog.Logs) error { return client.SendLogs(ctx, ld, otlpfixture.Encoding{}) }},
+		{"http-protobuf-gzip", func(ld plog.Logs) error { return client.SendLogs(ctx, ld, otlpfixture.Encoding{Gzip: true}) }},
+		{"http-json", func(ld plog.Logs) error { return client.SendLogs(ctx, ld, otlpfixture.Encoding{JSON: true}) }},
+		{"http-json-gzip", func(ld plog.Logs) error {
+			return client.SendLogs(ctx, ld, otlpfixture.Encoding{JSON: true, Gzip: true})
+		}},
 	}
 	sent := map[int64]plog.Logs{}
 	for i, v := range variants {
 		first := int64(i * perVariant)
-		ld := e2e.FluentBitLogs(perVariant, first)
+		ld := otlpfixture.FluentBitLogs(perVariant, first)
 		// Tag each variant so a mix-up between them would show.
 		ld.ResourceLogs().At(0).Resource().Attributes().PutStr("test.variant", v.name)
 		if err := v.send(ld); err != nil {
@@ -253,7 +258,7 @@ func TestGracefulStopLosesNothingAcknowledged(t *testing.T) {
 			defer wg.Done()
 			for !stop.Load() {
 				first := next.Add(batch) - batch
-				if err := client.SendLogs(context.Background(), e2e.FluentBitLogs(batch, first), e2e.Encoding{Gzip: true}); err != nil {
+				if err := client.SendLogs(context.Background(), otlpfixture.FluentBitLogs(batch, first), otlpfixture.Encoding{Gzip: true}); err != nil {
 					continue // refused or cut off by the shutdown: not acknowledged
 				}
 				mu.Lock()

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -14,29 +16,20 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/promtext"
 )
 
 // relay is one collector started on free ports and exporting to a sink.
 type relay struct {
 	*e2e.Collector
-	sink        *e2e.Sink
+	sink        *otlpfixture.Sink
 	grpcAddr    string
 	httpURL     string
 	healthURL   string
 	metricsURL  string
 	grpcMetrics string
 }
-
-// selfMetricsTelemetry is a test config's service::telemetry (indented for
-// its place under service:): the collector's own metrics at level normal on
-// http://127.0.0.1:$T_METRICS_PORT/metrics, for the test to scrape.
-const selfMetricsTelemetry = `  telemetry:
-    metrics:
-      level: normal
-      readers:
-        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: "${env:T_METRICS_PORT}"}}}
-`
 
 // passThroughConfig is the smallest production-shaped pipeline: the gateway's
 // receivers in (otlp for gRPC, otlp_http_pooled for OTLP/HTTP), memory_limiter
@@ -63,14 +56,14 @@ exporters:
     retry_on_failure: {enabled: true, max_elapsed_time: 0}
 service:
   extensions: [health_check]
-` + selfMetricsTelemetry + `  pipelines:
+` + e2e.SelfMetricsTelemetry + `  pipelines:
     logs: {receivers: [otlp, otlp_http_pooled], processors: [memory_limiter, batch], exporters: [otlp_grpc/plaintext-sink]}
     metrics: {receivers: [otlp, otlp_http_pooled], processors: [memory_limiter, batch], exporters: [otlp_grpc/plaintext-sink]}
 `
 
 func startRelay(t *testing.T) *relay {
 	t.Helper()
-	sink := e2e.NewSink(t, e2e.SinkOptions{})
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{})
 	r := &relay{sink: sink, grpcAddr: e2e.FreeAddr(t)}
 	httpAddr, healthAddr, metricsPort := e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreePort(t)
 	r.httpURL = "http://" + httpAddr
@@ -99,7 +92,7 @@ func TestHealthAndSelfMetrics(t *testing.T) {
 	e2e.WaitHTTP(t, r.healthURL, http.StatusOK, 30*time.Second)
 
 	client := e2e.NewHTTPClient(r.httpURL, nil)
-	if err := client.SendLogs(context.Background(), e2e.FluentBitLogs(123, 0), e2e.Encoding{}); err != nil {
+	if err := client.SendLogs(context.Background(), otlpfixture.FluentBitLogs(123, 0), otlpfixture.Encoding{}); err != nil {
 		t.Fatal(err)
 	}
 	r.sink.WaitForLogRecords(t, 123, time.Minute)

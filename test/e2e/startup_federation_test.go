@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // The measurement federation's startupProbe is sized from: how long
@@ -19,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // federationQueueMiB is the shipped bound of federation's queue
@@ -44,7 +47,7 @@ const federationStartupQueueMiB = 256
 // would take a Prometheus the size of a cluster.
 func TestFederationStartupOnFullQueue(t *testing.T) {
 	queueMiB := queueMiBFromEnv(t, "OTELCOL_RELAY_FEDERATION_STARTUP_QUEUE_MIB", federationStartupQueueMiB, 4096)
-	gw := backendDownGateway(t, append(shardEnv(t, federationOverlay(t), 0),
+	gw := backendDownGateway(t, append(shardEnv(t, manifest.FederationOverlay(t), 0),
 		fmt.Sprintf("OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=%d", int64(queueMiB)<<20))...)
 	fillAddr := e2e.FreeAddr(t)
 	fill := e2e.WriteConfig(t, fmt.Sprintf(`receivers:

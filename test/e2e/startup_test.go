@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 // The measurement the gateway's startupProbe is sized from: how long
@@ -23,6 +25,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // startupQueueMiB is the queue the test starts on by default: 256 MiB keeps it
@@ -113,8 +117,8 @@ func restartOnFilledQueue(t *testing.T, gw *e2e.Gateway, budget time.Duration, f
 // holds want bytes.
 func fillQueue(t *testing.T, url, dir string, want int64) {
 	t.Helper()
-	ld := e2e.FluentBitLogs(4000, 0) // ~1 KB records, ~4 MiB a request
-	body, ct, _, err := e2e.EncodeLogs(ld, e2e.Encoding{})
+	ld := otlpfixture.FluentBitLogs(4000, 0) // ~1 KB records, ~4 MiB a request
+	body, ct, _, err := otlpfixture.EncodeLogs(ld, otlpfixture.Encoding{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +144,7 @@ func fillQueue(t *testing.T, url, dir string, want int64) {
 			}
 		}()
 	}
-	ok := e2e.WaitFor(5*time.Minute, func() bool {
+	ok := otlpfixture.WaitFor(5*time.Minute, func() bool {
 		return e2e.DirBytes(dir) >= want || done.Load()
 	})
 	done.Store(true)
@@ -176,12 +180,12 @@ func startupProbeBudget(t *testing.T, file ...string) time.Duration {
 	if len(file) == 0 {
 		file = []string{"base", "statefulset.yaml"}
 	}
-	raw, err := os.ReadFile(deployDir(file...))
+	raw, err := os.ReadFile(manifest.Dir(file...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sts appsv1.StatefulSet
-	mustUnmarshal(t, string(raw), &sts)
+	manifest.Unmarshal(t, string(raw), &sts)
 	p := sts.Spec.Template.Spec.Containers[0].StartupProbe
 	if p == nil {
 		t.Fatalf("deploy/%s has no startupProbe", filepath.Join(file...))

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -166,7 +169,7 @@ func TestOperatorRenderedConfigRuns(t *testing.T) {
 	public := testcerts.NewCA(t, "public root")
 	roots := filepath.Join(dir, "system-roots.crt")
 	testcerts.WriteFile(t, roots, public.CertPEM)
-	datadog := e2e.NewSink(t, e2e.SinkOptions{TLS: testcerts.ServerTLS(t, public.Server(t, testcerts.Options{}))})
+	datadog := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, public.Server(t, testcerts.Options{}))})
 	c.datadogEndpoint = "https://" + datadog.HTTPAddr
 	env := []string{
 		"SSL_CERT_FILE=" + roots,
@@ -176,7 +179,7 @@ func TestOperatorRenderedConfigRuns(t *testing.T) {
 
 	// What needs a change: the operator renders an http:// exporter with
 	// tls::insecure; our rules want the plaintext choice visible in the name.
-	mesh := e2e.NewSink(t, e2e.SinkOptions{})
+	mesh := e2e.NewSink(t, otlpfixture.SinkOptions{})
 	for name, wantOK := range map[string]bool{"mesh": false, "plaintext-mesh": true} {
 		v := c
 		v.extra = fmt.Sprintf("  otlp_http/%s:\n    endpoint: http://%s\n    tls:\n      insecure: true\n", name, mesh.HTTPAddr)
@@ -212,17 +215,17 @@ func TestOperatorRenderedConfigRuns(t *testing.T) {
 	defer cancel()
 	// Mutual TLS on the receiver: a client without a certificate is turned away.
 	anon := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: bundle.Pool()}
-	if err := e2e.NewHTTPClient(receiverURL, anon).SendLogs(ctx, e2e.FluentBitLogs(1, 0), e2e.Encoding{}); err == nil {
+	if err := e2e.NewHTTPClient(receiverURL, anon).SendLogs(ctx, otlpfixture.FluentBitLogs(1, 0), otlpfixture.Encoding{}); err == nil {
 		t.Fatal("the receiver accepted a client without a certificate")
 	}
 	client := e2e.NewHTTPClient(receiverURL, clientTLS)
 	const perRequest, requests = 500, 4
 	for i := 0; i < requests; i++ {
-		if err := client.SendLogs(ctx, e2e.FluentBitLogs(perRequest, int64(i*perRequest)), e2e.Encoding{Gzip: i%2 == 0}); err != nil {
+		if err := client.SendLogs(ctx, otlpfixture.FluentBitLogs(perRequest, int64(i*perRequest)), otlpfixture.Encoding{Gzip: i%2 == 0}); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
-	for name, s := range map[string]*e2e.Sink{"corp": corp.sink, "datadog": datadog} {
+	for name, s := range map[string]*otlpfixture.Sink{"corp": corp.sink, "datadog": datadog} {
 		s.WaitForLogRecords(t, perRequest*requests, 2*time.Minute)
 		s.WaitForDataPoints(t, 1, 2*time.Minute) // federated through the proxy
 		for _, r := range s.Requests() {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // tigeraPrometheusService is the Service the Tigera operator renders in front of
@@ -54,7 +57,7 @@ func TestKubeTigeraOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.MustKubectl(t, "apply", "--server-side", "-f", fixture)
-	dir := deployDir("overlays", "tigera")
+	dir := manifest.Dir("overlays", "tigera")
 	k.MustKubectl(t, "apply", "--server-side", "-k", dir)
 
 	ctx := context.Background()

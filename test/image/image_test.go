@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // runtimeFlags are the ones that work on these machines: runc (crun fails on hybrid
@@ -92,7 +93,7 @@ func (e engine) inspect(t *testing.T, name, format string) string {
 // 10001 with the limits asked for.
 func TestImageRelaysLogsUnderProductionConstraints(t *testing.T) {
 	e := newEngine(t)
-	sink := e2e.NewSink(t, e2e.SinkOptions{})
+	sink := e2e.NewSink(t, otlpfixture.SinkOptions{})
 	httpAddr, healthAddr := e2e.FreeAddr(t), e2e.FreeAddr(t)
 	dir := t.TempDir()
 	config := fmt.Sprintf(`
@@ -123,7 +124,7 @@ service:
 	e2e.WaitHTTP(t, "http://"+healthAddr+"/", http.StatusOK, 90*time.Second)
 
 	client := e2e.NewHTTPClient("http://"+httpAddr, nil)
-	if err := client.SendLogs(context.Background(), e2e.FluentBitLogs(500, 0), e2e.Encoding{Gzip: true}); err != nil {
+	if err := client.SendLogs(context.Background(), otlpfixture.FluentBitLogs(500, 0), otlpfixture.Encoding{Gzip: true}); err != nil {
 		t.Fatal(err)
 	}
 	sink.WaitForLogRecords(t, 500, time.Minute)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build reliability
+
 package reliability_test
 
 import (
@@ -21,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // rawCodec sends bytes as they are, so a test can put a malformed message on the
@@ -81,11 +84,11 @@ func newBadInput(t *testing.T) *badInput {
 }
 
 func (b *badInput) http(t *testing.T) {
-	valid, _, _, err := e2e.EncodeLogs(e2e.FluentBitLogs(10, 1_000_000), e2e.Encoding{})
+	valid, _, _, err := otlpfixture.EncodeLogs(otlpfixture.FluentBitLogs(10, 1_000_000), otlpfixture.Encoding{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	validGz, _, _, _ := e2e.EncodeLogs(e2e.FluentBitLogs(50, 1_000_000), e2e.Encoding{Gzip: true})
+	validGz, _, _, _ := otlpfixture.EncodeLogs(otlpfixture.FluentBitLogs(50, 1_000_000), otlpfixture.Encoding{Gzip: true})
 	for _, tc := range []struct {
 		name, contentType, encoding string
 		body                        []byte
@@ -193,7 +196,7 @@ func (b *badInput) idleConnections(t *testing.T) {
 	}
 	// New clients, HTTP and gRPC, are still served while 2,000 sit idle.
 	ctx := context.Background()
-	if err := b.client.SendLogs(ctx, e2e.FluentBitLogs(100, 2_000_000), e2e.Encoding{Gzip: true}); err != nil {
+	if err := b.client.SendLogs(ctx, otlpfixture.FluentBitLogs(100, 2_000_000), otlpfixture.Encoding{Gzip: true}); err != nil {
 		t.Errorf("HTTP client with 2,000 idle connections open: %v", err)
 	}
 	cc, err := e2e.DialGRPC(b.r.gw.GRPCAddr, b.r.rcv.Client)
@@ -201,7 +204,7 @@ func (b *badInput) idleConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	if err := e2e.SendLogsGRPC(ctx, cc, e2e.FluentBitLogs(100, 2_000_100)); err != nil {
+	if err := otlpfixture.SendLogsGRPC(ctx, cc, otlpfixture.FluentBitLogs(100, 2_000_100)); err != nil {
 		t.Errorf("gRPC client with 2,000 idle connections open: %v", err)
 	}
 	st, _ := e2e.ReadProc(b.col.PID())

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build reliability
+
 package reliability_test
 
 import (
@@ -12,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // chunkRecords is more records than the largest fluent-bit chunk measured (23,970
@@ -29,7 +32,7 @@ const chunkRecords = 24000
 // left nothing of the chunk behind.
 func TestFluentBitChunkIsAcceptedOrRefusedWhole(t *testing.T) {
 	var sizer plog.ProtoMarshaler
-	size := sizer.LogsSize(e2e.FluentBitChunkLogs(chunkRecords, 0))
+	size := sizer.LogsSize(otlpfixture.FluentBitChunkLogs(chunkRecords, 0))
 	// Room for one and a half chunks in the queue (its bytes sizer counts this
 	// same size), so that it fills after a few.
 	queueBytes := size + size/2
@@ -44,7 +47,7 @@ func TestFluentBitChunkIsAcceptedOrRefusedWhole(t *testing.T) {
 	}
 	encode := func(i int) chunk {
 		first := int64(i * chunkRecords)
-		body, _, _, err := e2e.EncodeLogs(e2e.FluentBitChunkLogs(chunkRecords, first), e2e.Encoding{Gzip: true})
+		body, _, _, err := otlpfixture.EncodeLogs(otlpfixture.FluentBitChunkLogs(chunkRecords, first), otlpfixture.Encoding{Gzip: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build reliability
+
 package reliability_test
 
 import (
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestScaleUpDuringBackendOutage (a bad case): the backend is down, the
@@ -63,7 +66,7 @@ func TestScaleUpDuringBackendOutage(t *testing.T) {
 	// The backend comes back: the queues drain, the sender's retries get through.
 	recovered := time.Now()
 	f.sink.Refuse(false)
-	if !e2e.WaitFor(3*time.Minute, func() bool { return s.AckedRecords() == total }) {
+	if !otlpfixture.WaitFor(3*time.Minute, func() bool { return s.AckedRecords() == total }) {
 		t.Errorf("after the backend came back only %d of %d records were acknowledged", s.AckedRecords(), total)
 	}
 	settle(t, cancel, s, 2*time.Minute) // fails on any status fluent-bit does not retry
@@ -71,7 +74,7 @@ func TestScaleUpDuringBackendOutage(t *testing.T) {
 	t.Logf("scale-up during an outage: %s, %s after the backend returned", rep, time.Since(recovered).Round(100*time.Millisecond))
 
 	for i := range f.gws {
-		if !e2e.WaitFor(time.Minute, func() bool { return e2e.LogQueueBytes(f.gws[i].MetricsAddr) == 0 }) {
+		if !otlpfixture.WaitFor(time.Minute, func() bool { return e2e.LogQueueBytes(f.gws[i].MetricsAddr) == 0 }) {
 			t.Errorf("relay %d: logs queue still holds %.0f bytes a minute after delivery", i, e2e.LogQueueBytes(f.gws[i].MetricsAddr))
 		}
 		f.stop(t, i)
@@ -101,7 +104,7 @@ func (f *fleet) waitFull(t *testing.T, relays []int, queueBytes float64) {
 		}
 		return true
 	}
-	ok := e2e.WaitFor(2*time.Minute, full)
+	ok := otlpfixture.WaitFor(2*time.Minute, full)
 	var parts []string
 	for _, i := range relays {
 		q, r := state(i)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build reliability
+
 package reliability_test
 
 import (
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // TestScaleUpShareWithDefaultConnectionAge (as shipped):
@@ -49,7 +52,7 @@ func TestScaleUpShareWithDefaultConnectionAge(t *testing.T) {
 		}
 		return n
 	}
-	if !e2e.WaitFor(time.Minute, func() bool { return acked() >= 5000 }) {
+	if !otlpfixture.WaitFor(time.Minute, func() bool { return acked() >= 5000 }) {
 		t.Fatalf("load did not get going on one relay: acked %d", acked())
 	}
 

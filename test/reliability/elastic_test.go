@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build reliability
+
 package reliability_test
 
 import (
@@ -13,13 +15,14 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // fleet is N relays (config/gateway.yaml + receiver-tls.yaml, each with its own
 // ports and queue directory, like the pods of the StatefulSet with their PVCs)
 // behind a per-connection round-robin proxy (kube-proxy), sending to one backend.
 type fleet struct {
-	sink  *e2e.Sink
+	sink  *otlpfixture.Sink
 	rcv   *e2e.ReceiverTLS
 	proxy *e2e.RoundRobinProxy
 	gws   []*e2e.Gateway
@@ -29,7 +32,7 @@ type fleet struct {
 func newFleet(t *testing.T, n int, env ...string) *fleet {
 	t.Helper()
 	backend := e2e.NewBackendTLS(t, "default")
-	f := &fleet{sink: e2e.NewSink(t, e2e.SinkOptions{TLS: backend.Server}), rcv: e2e.NewReceiverTLS(t)}
+	f := &fleet{sink: e2e.NewSink(t, otlpfixture.SinkOptions{TLS: backend.Server}), rcv: e2e.NewReceiverTLS(t)}
 	for range n {
 		f.gws = append(f.gws, e2e.NewGateway(t, e2e.GatewayOptions{
 			BackendURL: "https://" + f.sink.HTTPAddr, Backend: backend, Receiver: f.rcv, Env: env,
@@ -103,7 +106,7 @@ func (f *fleet) shares(t *testing.T, relays []int, base map[int]float64, minShar
 	t.Helper()
 	var got []float64
 	var total float64
-	ok := e2e.WaitFor(timeout, func() bool {
+	ok := otlpfixture.WaitFor(timeout, func() bool {
 		got, total = got[:0], 0
 		for _, i := range relays {
 			d := f.accepted(i) - base[i]
@@ -156,7 +159,7 @@ func scaleOutAndIn(t *testing.T, backendDown bool) {
 	defer cancel()
 	start := time.Now()
 	s.Send(ctx, chunks)
-	if !e2e.WaitFor(time.Minute, func() bool { return s.AckedRecords() >= 10000 }) {
+	if !otlpfixture.WaitFor(time.Minute, func() bool { return s.AckedRecords() >= 10000 }) {
 		t.Fatalf("load did not get going on one relay: acked %d", s.AckedRecords())
 	}
 
@@ -176,7 +179,7 @@ func scaleOutAndIn(t *testing.T, backendDown bool) {
 		// proxy's round robin and the client's connection reuse, so wait for
 		// each rather than for a fixed time.
 		for _, i := range []int{1, 2} {
-			if !e2e.WaitFor(30*time.Second, func() bool { return e2e.LogQueueBytes(f.gws[i].MetricsAddr) > 0 }) {
+			if !otlpfixture.WaitFor(30*time.Second, func() bool { return e2e.LogQueueBytes(f.gws[i].MetricsAddr) > 0 }) {
 				t.Fatalf("relay %d took no records in 30 s after the backend went down: the scenario cannot test a leftover", i)
 			}
 		}
@@ -222,7 +225,7 @@ func scaleOutAndIn(t *testing.T, backendDown bool) {
 
 	// One relay carries the load for a while, then the sender stops.
 	acked := s.AckedRecords()
-	if !e2e.WaitFor(time.Minute, func() bool { return s.AckedRecords() >= acked+10000 }) {
+	if !otlpfixture.WaitFor(time.Minute, func() bool { return s.AckedRecords() >= acked+10000 }) {
 		t.Errorf("after the scale-down only %d more records were acknowledged", s.AckedRecords()-acked)
 	}
 	st := settle(t, cancel, s, 2*time.Minute)
@@ -268,7 +271,7 @@ func TestSIGTERMWithoutDrainWhileSending(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s.Send(ctx, chunks)
-	if !e2e.WaitFor(time.Minute, func() bool { return s.AckedRecords() >= 15000 && f.accepted(1) > 0 }) {
+	if !otlpfixture.WaitFor(time.Minute, func() bool { return s.AckedRecords() >= 15000 && f.accepted(1) > 0 }) {
 		t.Fatalf("load did not get going: acked %d, relay 1 accepted %.0f", s.AckedRecords(), f.accepted(1))
 	}
 	if err := f.cols[1].Signal(syscall.SIGTERM); err != nil {
@@ -280,7 +283,7 @@ func TestSIGTERMWithoutDrainWhileSending(t *testing.T) {
 		t.Errorf("relay 1 after SIGTERM: exit %d, %v", code, err)
 	}
 	acked := s.AckedRecords()
-	if !e2e.WaitFor(time.Minute, func() bool { return s.AckedRecords() >= acked+10000 }) {
+	if !otlpfixture.WaitFor(time.Minute, func() bool { return s.AckedRecords() >= acked+10000 }) {
 		t.Errorf("after the SIGTERM only %d more records were acknowledged", s.AckedRecords()-acked)
 	}
 	settle(t, cancel, s, 2*time.Minute) // fails on any status fluent-bit does not retry
@@ -308,7 +311,7 @@ func TestStalledUploadsFreeAdmissionSlots(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	s.Send(ctx, e2e.EncodeChunks(0, 5, 100))
-	if !e2e.WaitFor(15*time.Second, func() bool { return s.AckedRecords() == 500 }) {
+	if !otlpfixture.WaitFor(15*time.Second, func() bool { return s.AckedRecords() == 500 }) {
 		t.Errorf("a live sender got %d of 500 records acknowledged in 15s while %d uploads stalled mid-body", s.AckedRecords(), len(stalled))
 	} else {
 		t.Logf("live sender: 500 records acknowledged after %s", time.Since(start).Round(100*time.Millisecond))

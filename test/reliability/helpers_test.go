@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build reliability
+
 package reliability_test
 
 import (
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/scenario"
 )
 
@@ -15,7 +18,7 @@ import (
 // short names these tests use.
 type rig struct {
 	*scenario.Rig
-	sink *e2e.Sink
+	sink *otlpfixture.Sink
 	gw   *e2e.Gateway
 	rcv  *e2e.ReceiverTLS
 }
@@ -43,7 +46,7 @@ func settle(t *testing.T, cancel context.CancelFunc, s *e2e.Sender, timeout time
 
 // expectDelivered waits until every acknowledged record reached the sink, then
 // fails on any missing one and reports duplicates (at-least-once allows them).
-func expectDelivered(t *testing.T, sink *e2e.Sink, acked []int64, timeout time.Duration) e2e.LossReport {
+func expectDelivered(t *testing.T, sink *otlpfixture.Sink, acked []int64, timeout time.Duration) otlpfixture.LossReport {
 	t.Helper()
 	return scenario.ExpectDelivered(t, sink, acked, timeout)
 }

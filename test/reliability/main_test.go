@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build reliability
+
 // Package reliability_test runs the gateway (config/gateway.yaml with its
 // persistent queue) through overload, backend outage, crash, a full queue volume,
 // graceful stop and bad input, with a sender that retries as fluent-bit does and

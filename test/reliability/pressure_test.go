@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build reliability
+
 package reliability_test
 
 import (
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testvolume"
 )
 
@@ -104,7 +107,7 @@ func queueVolumeFull(t *testing.T, env []string, prepare func(*testing.T, *rig, 
 	defer cancel()
 	s.Send(ctx, chunks)
 
-	if !e2e.WaitFor(2*time.Minute, func() bool { return s.Stats().Statuses[http.StatusServiceUnavailable] > 0 }) {
+	if !otlpfixture.WaitFor(2*time.Minute, func() bool { return s.Stats().Statuses[http.StatusServiceUnavailable] > 0 }) {
 		t.Fatalf("the receiver never refused although the queue volume is full; statuses %v", s.Stats().Statuses)
 	}
 	time.Sleep(2 * time.Second) // keep pushing against the full volume
@@ -129,7 +132,7 @@ func queueVolumeFull(t *testing.T, env []string, prepare func(*testing.T, *rig, 
 	}
 	col = r.start(t)
 	r.sink.Refuse(false)
-	if !e2e.WaitFor(3*time.Minute, func() bool { return s.AckedRecords() == total }) {
+	if !otlpfixture.WaitFor(3*time.Minute, func() bool { return s.AckedRecords() == total }) {
 		t.Errorf("after the backend came back only %d of %d records were acknowledged", s.AckedRecords(), total)
 	}
 	st := settle(t, cancel, s, 3*time.Minute)

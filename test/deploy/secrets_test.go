@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // Secrets in the pods: private keys readable by the collector's group only,
 // and no API token in a pod that uses no Kubernetes API.
@@ -12,6 +14,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // secretModeMax: owner and group read, nothing for others. The kubelet makes
@@ -24,21 +28,21 @@ const secretModeMax = 0o440
 // or token source): its mode grants nothing to others and lets the pod's
 // fsGroup read, and the pod sets an fsGroup the container runs with.
 func TestDeploySecretVolumesAreGroupReadOnly(t *testing.T) {
-	dirs := []string{deployDir("base"), deployDir("agent"), deployDir("fluent-bit"), deployDir("overlays", "platform"),
-		overlayOf(t, []string{deployDir("base")}, deployDir("components", "backend-default-mtls"))}
-	for _, d := range federationOverlays(t) {
+	dirs := []string{manifest.Dir("base"), manifest.Dir("agent"), manifest.Dir("fluent-bit"), manifest.Dir("overlays", "platform"),
+		manifest.OverlayOf(t, []string{manifest.Dir("base")}, manifest.Dir("components", "backend-default-mtls"))}
+	for _, d := range manifest.FederationOverlays(t) {
 		dirs = append(dirs, d)
 	}
-	for _, o := range overlays {
-		dirs = append(dirs, deployDir("overlays", o))
+	for _, o := range manifest.Overlays() {
+		dirs = append(dirs, manifest.Dir("overlays", o))
 	}
 	for _, o := range dirs {
-		r := kustomize(t, o)
+		r := manifest.Render(t, o)
 		specs := map[string]corev1.PodSpec{}
-		for _, s := range r.statefulSets {
+		for _, s := range r.StatefulSets {
 			specs["StatefulSet/"+s.Name] = s.Spec.Template.Spec
 		}
-		for _, d := range r.daemonSets {
+		for _, d := range r.DaemonSets {
 			specs["DaemonSet/"+d.Name] = d.Spec.Template.Spec
 		}
 		for name, spec := range specs {
@@ -90,10 +94,10 @@ func secretVolumeMode(v corev1.Volume) (*int32, bool) {
 // Prometheus is its own short-lived projected one, also where the config's
 // default path is used.
 func TestDeployFederationHasNoAPIToken(t *testing.T) {
-	fed, seen := federationOverlays(t), 0
+	fed, seen := manifest.FederationOverlays(t), 0
 	for o, dir := range fed {
-		r := kustomize(t, dir)
-		for _, s := range r.statefulSets {
+		r := manifest.Render(t, dir)
+		for _, s := range r.StatefulSets {
 			if s.Name != "otelcol-relay-federation" {
 				continue
 			}
@@ -112,11 +116,11 @@ func TestDeployFederationHasNoAPIToken(t *testing.T) {
 		}
 	}
 	if seen != len(fed) {
-		t.Errorf("%d federation StatefulSets in the %d overlays that add federation", seen, len(fed))
+		t.Errorf("%d federation StatefulSets in the %d manifest.Overlays() that add federation", seen, len(fed))
 	}
 	// The scrape's and federation_types' token, both with the projected token as
 	// the default.
-	cfg := readConfig(t, deployDir("components", "federation", "federation.yaml"))
+	cfg := readConfig(t, manifest.Dir("components", "federation", "federation.yaml"))
 	const want = "bearer_token_file: ${env:RELAY_FEDERATION_TOKEN_FILE:-/var/run/secrets/otelcol-relay/federation/token}"
 	if n := strings.Count(cfg, want); n != 2 {
 		t.Errorf("federation.yaml has %d lines %q, want 2 (scrape and federation_types): without RELAY_FEDERATION_TOKEN_FILE one would send another token", n, want)

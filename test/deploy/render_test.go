@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // What the overlays render, checked without a cluster where a mistake would be
 // silent in one.
@@ -15,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // TestDeployOverlayInvariants checks what each overlay renders where a mistake would
@@ -22,11 +26,8 @@ import (
 // that lets Prometheus reach :8888 (and selects a Service with a metrics port), and
 // kubelet certificate verification is skipped in the AKS overlay only.
 func TestDeployOverlayInvariants(t *testing.T) {
-	for _, o := range append([]string{"../base", "../agent"}, overlays...) {
-		out, err := execOutput("kubectl", "kustomize", deployDir("overlays", o))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", o, err, out)
-		}
+	for _, o := range append([]string{"../base", "../agent"}, manifest.Overlays()...) {
+		out := manifest.Kustomize(t, manifest.Dir("overlays", o))
 		var monitors, metricsRules int
 		var services []corev1.Service
 		var monitorSelector map[string]string
@@ -73,11 +74,11 @@ func TestDeployOverlayInvariants(t *testing.T) {
 				}
 			case "Service":
 				var svc corev1.Service
-				mustUnmarshal(t, doc, &svc)
+				manifest.Unmarshal(t, doc, &svc)
 				services = append(services, svc)
 			case "DaemonSet":
 				var ds appsv1.DaemonSet
-				mustUnmarshal(t, doc, &ds)
+				manifest.Unmarshal(t, doc, &ds)
 				for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
 					if e.Name == "KUBELET_INSECURE_SKIP_VERIFY" && e.Value != "false" {
 						insecure = true

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // Every collector the overlays deploy validates with the command and environment
 // its manifest gives it, without a cluster.
@@ -11,9 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
 // TestDeployConfigsValidate runs `otelcol-relay validate` on every collector the
@@ -24,24 +28,24 @@ import (
 // fails here, not in a cluster. StatefulSets with a fixed replica count (the
 // federation shards) are validated for every pod index.
 func TestDeployConfigsValidate(t *testing.T) {
-	for _, o := range append([]string{"../base", "../agent"}, overlays...) {
-		validateOverlay(t, deployDir("overlays", o))
+	for _, o := range append([]string{"../base", "../agent"}, manifest.Overlays()...) {
+		validateOverlay(t, manifest.Dir("overlays", o))
 	}
-	for _, dir := range federationOverlays(t) {
+	for _, dir := range manifest.FederationOverlays(t) {
 		validateOverlay(t, dir)
 	}
 }
 
 func validateOverlay(t *testing.T, dir string) {
 	t.Helper()
-	r := kustomize(t, dir)
+	r := manifest.Render(t, dir)
 	type instance struct {
 		name  string
 		spec  corev1.PodSpec
 		index string
 	}
 	var pods []instance
-	for _, s := range r.statefulSets {
+	for _, s := range r.StatefulSets {
 		n := int32(1) // the relay: the HPA sets replicas, its config does not depend on the index
 		if s.Spec.Replicas != nil {
 			n = *s.Spec.Replicas
@@ -50,7 +54,7 @@ func validateOverlay(t *testing.T, dir string) {
 			pods = append(pods, instance{fmt.Sprintf("%s-%d", s.Name, i), s.Spec.Template.Spec, fmt.Sprint(i)})
 		}
 	}
-	for _, d := range r.daemonSets {
+	for _, d := range r.DaemonSets {
 		pods = append(pods, instance{d.Name, d.Spec.Template.Spec, ""})
 	}
 	if len(pods) == 0 {

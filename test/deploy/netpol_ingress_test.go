@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // TestDeployGatewayIngressByNamespace: a label is something any pod can give
@@ -14,7 +18,7 @@ import (
 // (deploy/fluent-bit's `logging`) and the agents from the relay's namespace,
 // not a pod elsewhere that copies their labels.
 func TestDeployGatewayIngressByNamespace(t *testing.T) {
-	pols := networkPolicies(t, deployDir("base"))
+	pols := networkPolicies(t, manifest.Dir("base"))
 	ns := func(name string) map[string]string { return map[string]string{"kubernetes.io/metadata.name": name} }
 	fluentBit := map[string]string{"app.kubernetes.io/name": "fluent-bit"}
 	for _, tc := range []struct {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 import (
 	"fmt"
@@ -15,6 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // monitor is what a prometheus-operator ServiceMonitor or PodMonitor says about
@@ -54,13 +58,9 @@ type scrapeTarget struct {
 // only the relay's Service was scraped, so the federation alerts saw no data.
 func TestDeployMonitoringCoversRelayAndFederation(t *testing.T) {
 	// The platform overlay federating (it does not as shipped).
-	dir := overlayOf(t, []string{deployDir("overlays", "platform")}, deployDir("components", "federation"))
-	out, err := execOutput("kubectl", "kustomize", dir)
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", dir, err, out)
-	}
+	dir := manifest.OverlayOf(t, []string{manifest.Dir("overlays", "platform")}, manifest.Dir("components", "federation"))
 	var monitors []monitor
-	for _, doc := range strings.Split(out, "\n---\n") {
+	for _, doc := range manifest.Docs(t, dir) {
 		var m monitor
 		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
 			t.Fatal(err)
@@ -69,18 +69,18 @@ func TestDeployMonitoringCoversRelayAndFederation(t *testing.T) {
 			monitors = append(monitors, m)
 		}
 	}
-	r := kustomize(t, dir)
+	r := manifest.Render(t, dir)
 	pols := networkPolicies(t, dir)
 	prometheus := peer{name: "Prometheus", ip: "10.244.9.9", podLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}, nsLabs: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}
 	other := peer{name: "an application pod", ip: "10.244.3.7", podLabels: map[string]string{"app": "checkout"}, nsLabs: map[string]string{"kubernetes.io/metadata.name": "payments"}}
 
 	jobs := map[string]string{} // workload -> job
 	for _, component := range []string{"gateway", "federation"} {
-		sts := statefulSetOf(t, r, component)
+		sts := r.StatefulSetOf(t, component)
 		pod := sts.Spec.Template.Labels
 		var targets []scrapeTarget
 		for _, m := range monitors {
-			targets = append(targets, scrapes(t, m, sts, r.services)...)
+			targets = append(targets, scrapes(t, m, sts, r.Services)...)
 		}
 		if len(targets) != 1 {
 			t.Errorf("%s pods are scraped by %d monitors %v, want exactly 1", sts.Name, len(targets), targets)
@@ -126,17 +126,6 @@ func TestDeployMonitoringCoversRelayAndFederation(t *testing.T) {
 			return nil
 		})
 	}
-}
-
-func statefulSetOf(t *testing.T, r rendered, component string) appsv1.StatefulSet {
-	t.Helper()
-	for _, s := range r.statefulSets {
-		if s.Spec.Template.Labels["app.kubernetes.io/component"] == component {
-			return s
-		}
-	}
-	t.Fatalf("no StatefulSet of component %s", component)
-	return appsv1.StatefulSet{}
 }
 
 // scrapes returns the targets monitor m makes of sts's pods: through a selected
@@ -212,9 +201,9 @@ func relabeledJob(ep monitorEndpoint, job string) string {
 // labels every monitoring.coreos.com object with kube-prometheus-stack's `release`
 // selector, so they are picked up; the label is the knob deploy/README.md documents.
 func TestDeployMonitoringSelectedByPrometheus(t *testing.T) {
-	dir := deployDir("overlays", "platform")
+	dir := manifest.Dir("overlays", "platform")
 	kinds := map[string]int{}
-	for _, doc := range kustomizeDocs(t, dir) {
+	for _, doc := range manifest.Docs(t, dir) {
 		var obj struct {
 			APIVersion string            `json:"apiVersion"`
 			Kind       string            `json:"kind"`

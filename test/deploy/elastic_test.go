@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // Proofs for the relay (OTLP intake, scaled by an HPA, drained on scale-down) and
 // federation (one pod per shard, where an overlay adds it), as every overlay renders
@@ -16,14 +18,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // collectorConfig is the part of a collector config these checks read.
@@ -39,7 +42,7 @@ type collectorConfig struct {
 
 // configOf merges nothing: it returns each --config file of the pod's container,
 // parsed, from the rendered ConfigMaps.
-func configOf(t *testing.T, r rendered, spec corev1.PodSpec) []collectorConfig {
+func configOf(t *testing.T, r manifest.Rendered, spec corev1.PodSpec) []collectorConfig {
 	t.Helper()
 	args, _ := podCommand(t, r, spec, "0")
 	var out []collectorConfig
@@ -72,13 +75,6 @@ func receiverTypes(cs []collectorConfig) []string {
 	return out
 }
 
-func selects(sel *metav1.LabelSelector, podLabels map[string]string) bool {
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	return err == nil && s.Matches(labels.Set(podLabels))
-}
-
-var shardVar = regexp.MustCompile(`^RELAY_FEDERATION_MATCH_(\d+)$`)
-
 // TestDeployRelayAndFederation checks, in every overlay as kustomize renders it
 // (and base with the federation component, sharded, over plain http, with the
 // default backend's mutual TLS), what the two workloads must be; federation only
@@ -93,26 +89,26 @@ var shardVar = regexp.MustCompile(`^RELAY_FEDERATION_MATCH_(\d+)$`)
 //     a config with only the prometheus receiver, pods no relay selector (the
 //     StatefulSet's, the Services', the PDB's) picks up.
 func TestDeployRelayAndFederation(t *testing.T) {
-	dirs := federationOverlays(t)
+	dirs := manifest.FederationOverlays(t)
 	withFederation := map[string]bool{}
 	for name := range dirs {
 		withFederation[name] = true
 	}
-	for _, o := range append([]string{"../base"}, overlays...) {
+	for _, o := range append([]string{"../base"}, manifest.Overlays()...) {
 		if _, ok := dirs[o]; !ok {
-			dirs[o] = deployDir("overlays", o)
+			dirs[o] = manifest.Dir("overlays", o)
 		}
 	}
 	for name, dir := range dirs {
 		t.Run(filepath.Base(name), func(t *testing.T) {
-			r := kustomize(t, dir)
-			if len(r.hpas) != 1 {
-				t.Fatalf("%d HorizontalPodAutoscalers, want 1 (the relay's)", len(r.hpas))
+			r := manifest.Render(t, dir)
+			if len(r.HPAs) != 1 {
+				t.Fatalf("%d HorizontalPodAutoscalers, want 1 (the relay's)", len(r.HPAs))
 			}
-			hpa := r.hpas[0]
+			hpa := r.HPAs[0]
 			var relay, federation *appsv1.StatefulSet
-			for i := range r.statefulSets {
-				s := &r.statefulSets[i]
+			for i := range r.StatefulSets {
+				s := &r.StatefulSets[i]
 				switch {
 				case hpa.Spec.ScaleTargetRef.Kind == "StatefulSet" && s.Name == hpa.Spec.ScaleTargetRef.Name:
 					relay = s
@@ -121,31 +117,31 @@ func TestDeployRelayAndFederation(t *testing.T) {
 				}
 			}
 			if !withFederation[name] {
-				if relay == nil || federation != nil || len(r.statefulSets) != 1 {
-					t.Fatalf("want the HPA's relay StatefulSet only (federation is a component this overlay does not add); HPA targets %+v, StatefulSets %d", hpa.Spec.ScaleTargetRef, len(r.statefulSets))
+				if relay == nil || federation != nil || len(r.StatefulSets) != 1 {
+					t.Fatalf("want the HPA's relay StatefulSet only (federation is a component this overlay does not add); HPA targets %+v, StatefulSets %d", hpa.Spec.ScaleTargetRef, len(r.StatefulSets))
 				}
 				checkRelay(t, r, relay)
 				checkHPA(t, hpa)
-				for _, cm := range r.configMaps {
+				for _, cm := range r.ConfigMaps {
 					if strings.HasPrefix(cm.Name, "otelcol-relay-federation") {
 						t.Errorf("ConfigMap %s without the federation StatefulSet", cm.Name)
 					}
 				}
 				return
 			}
-			if relay == nil || federation == nil || len(r.statefulSets) != 2 {
-				t.Fatalf("want the HPA's relay StatefulSet and a federation one; HPA targets %+v, StatefulSets %d", hpa.Spec.ScaleTargetRef, len(r.statefulSets))
+			if relay == nil || federation == nil || len(r.StatefulSets) != 2 {
+				t.Fatalf("want the HPA's relay StatefulSet and a federation one; HPA targets %+v, StatefulSets %d", hpa.Spec.ScaleTargetRef, len(r.StatefulSets))
 			}
 			checkRelay(t, r, relay)
 			checkHPA(t, hpa)
 			checkFederation(t, r, federation)
 
 			var relayPDB int
-			for _, p := range r.pdbs {
-				if selects(p.Spec.Selector, federation.Spec.Template.Labels) && selects(p.Spec.Selector, relay.Spec.Template.Labels) {
+			for _, p := range r.PDBs {
+				if manifest.Selects(p.Spec.Selector, federation.Spec.Template.Labels) && manifest.Selects(p.Spec.Selector, relay.Spec.Template.Labels) {
 					t.Errorf("PDB %s covers relay and federation pods together", p.Name)
 				}
-				if selects(p.Spec.Selector, relay.Spec.Template.Labels) {
+				if manifest.Selects(p.Spec.Selector, relay.Spec.Template.Labels) {
 					relayPDB++
 					if p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.String() != "1" || p.Spec.MinAvailable != nil {
 						t.Errorf("relay PDB %s: maxUnavailable %v minAvailable %v, want maxUnavailable 1 (N-1 whatever N the HPA chose)", p.Name, p.Spec.MaxUnavailable, p.Spec.MinAvailable)
@@ -155,12 +151,12 @@ func TestDeployRelayAndFederation(t *testing.T) {
 			if relayPDB != 1 {
 				t.Errorf("%d PDBs select the relay's pods, want 1", relayPDB)
 			}
-			if selects(relay.Spec.Selector, federation.Spec.Template.Labels) || selects(federation.Spec.Selector, relay.Spec.Template.Labels) {
+			if manifest.Selects(relay.Spec.Selector, federation.Spec.Template.Labels) || manifest.Selects(federation.Spec.Selector, relay.Spec.Template.Labels) {
 				t.Error("the relay's and federation's StatefulSet selectors overlap")
 			}
-			for _, svc := range r.services {
-				if len(svc.Spec.Selector) > 0 && selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, relay.Spec.Template.Labels) &&
-					selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, federation.Spec.Template.Labels) {
+			for _, svc := range r.Services {
+				if len(svc.Spec.Selector) > 0 && manifest.Selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, relay.Spec.Template.Labels) &&
+					manifest.Selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, federation.Spec.Template.Labels) {
 					t.Errorf("Service %s sends to relay and federation pods alike", svc.Name)
 				}
 			}
@@ -168,7 +164,7 @@ func TestDeployRelayAndFederation(t *testing.T) {
 	}
 }
 
-func checkRelay(t *testing.T, r rendered, s *appsv1.StatefulSet) {
+func checkRelay(t *testing.T, r manifest.Rendered, s *appsv1.StatefulSet) {
 	t.Helper()
 	if s.Spec.Replicas != nil {
 		t.Errorf("relay StatefulSet sets replicas %d: every apply would reset what the HPA chose", *s.Spec.Replicas)
@@ -205,7 +201,7 @@ func checkRelay(t *testing.T, r rendered, s *appsv1.StatefulSet) {
 	}
 	keys := map[string]bool{}
 	for _, tsc := range spec.TopologySpreadConstraints {
-		if !selects(tsc.LabelSelector, s.Spec.Template.Labels) {
+		if !manifest.Selects(tsc.LabelSelector, s.Spec.Template.Labels) {
 			t.Errorf("topology spread on %s does not select the relay's pods", tsc.TopologyKey)
 		}
 		keys[tsc.TopologyKey] = true
@@ -241,7 +237,7 @@ func checkHPA(t *testing.T, h autoscalingv2.HorizontalPodAutoscaler) {
 	}
 }
 
-func checkFederation(t *testing.T, r rendered, s *appsv1.StatefulSet) {
+func checkFederation(t *testing.T, r manifest.Rendered, s *appsv1.StatefulSet) {
 	t.Helper()
 	if s.Spec.Replicas == nil {
 		t.Fatal("federation StatefulSet without replicas: it must be fixed, one pod per shard")
@@ -249,10 +245,8 @@ func checkFederation(t *testing.T, r rendered, s *appsv1.StatefulSet) {
 	spec := s.Spec.Template.Spec
 	shards := map[int]bool{}
 	for _, from := range spec.Containers[0].EnvFrom {
-		for k := range r.configMaps[from.ConfigMapRef.Name].Data {
-			if m := shardVar.FindStringSubmatch(k); m != nil {
-				var n int
-				fmt.Sscan(m[1], &n)
+		for k := range r.ConfigMaps[from.ConfigMapRef.Name].Data {
+			if n, ok := manifest.ShardIndex(k); ok {
 				shards[n] = true
 			}
 		}

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // deploy/fluent-bit's DaemonSet runs the configuration the repository ships: the
 // file it passes with -c is the ConfigMap's key, the files the configuration
@@ -8,52 +10,29 @@ package e2e_test
 // kubernetes filter asks of the API server.
 
 import (
-	"fmt"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 const fluentBitNamespace = "logging"
 
-func fluentBitDaemonSet(t *testing.T) (rendered, appsv1.DaemonSet) {
+func fluentBitDaemonSet(t *testing.T) (manifest.Rendered, appsv1.DaemonSet) {
 	t.Helper()
-	r := kustomize(t, deployDir("fluent-bit"))
-	if len(r.daemonSets) != 1 {
-		t.Fatalf("deploy/fluent-bit renders %d DaemonSets, want fluent-bit's one", len(r.daemonSets))
+	r := manifest.Render(t, manifest.Dir("fluent-bit"))
+	if len(r.DaemonSets) != 1 {
+		t.Fatalf("deploy/fluent-bit renders %d DaemonSets, want fluent-bit's one", len(r.DaemonSets))
 	}
-	return r, r.daemonSets[0]
-}
-
-// mountedVolume is the volume mounted at the longest mount path that holds file,
-// and file's path inside it.
-func mountedVolume(t *testing.T, spec corev1.PodSpec, c corev1.Container, file string) (corev1.Volume, string) {
-	t.Helper()
-	var best corev1.VolumeMount
-	for _, m := range c.VolumeMounts {
-		if (file == m.MountPath || strings.HasPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/")) && len(m.MountPath) > len(best.MountPath) {
-			best = m
-		}
-	}
-	if best.Name == "" {
-		t.Fatalf("%s is on no volume of container %s (mounts %v)", file, c.Name, c.VolumeMounts)
-	}
-	if best.SubPath != "" {
-		t.Errorf("%s is mounted with subPath %q: the kubelet's updates never reach it", best.MountPath, best.SubPath)
-	}
-	for _, v := range spec.Volumes {
-		if v.Name == best.Name {
-			return v, strings.TrimPrefix(strings.TrimPrefix(file, best.MountPath), "/")
-		}
-	}
-	t.Fatalf("mount %s names no volume", best.Name)
-	return corev1.Volume{}, ""
+	return r, r.DaemonSets[0]
 }
 
 // TestDeployFluentBitDaemonSet: the DaemonSet's -c file is the shipped
@@ -74,7 +53,7 @@ func TestDeployFluentBitDaemonSet(t *testing.T) {
 
 // checkFluentBitPod checks that spec runs deploy/fluent-bit/fluent-bit.yaml
 // from r's ConfigMap with every file it reads mounted from where it must come.
-func checkFluentBitPod(t *testing.T, r rendered, spec corev1.PodSpec) {
+func checkFluentBitPod(t *testing.T, r manifest.Rendered, spec corev1.PodSpec) {
 	t.Helper()
 	c := spec.Containers[0]
 	argv := append(append([]string{}, c.Command...), c.Args...)
@@ -90,16 +69,16 @@ func checkFluentBitPod(t *testing.T, r rendered, spec corev1.PodSpec) {
 	if !strings.HasSuffix(conf, ".yaml") {
 		t.Errorf("-c %s: fluent-bit reads a file as YAML only when its name ends in .yaml", conf)
 	}
-	v, key := mountedVolume(t, spec, c, conf)
+	v, key := manifest.MountedVolume(t, spec, c, conf)
 	if v.ConfigMap == nil {
 		t.Fatalf("-c %s is on volume %s, not a ConfigMap", conf, v.Name)
 	}
-	shipped, err := os.ReadFile(deployDir("fluent-bit", "fluent-bit.yaml"))
+	shipped, err := os.ReadFile(manifest.Dir("fluent-bit", "fluent-bit.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := r.configMaps[v.ConfigMap.Name].Data[key]; !ok {
-		t.Fatalf("-c %s: ConfigMap %s has no key %s (keys %v)", conf, v.ConfigMap.Name, key, keys(r.configMaps[v.ConfigMap.Name].Data))
+	if got, ok := r.ConfigMaps[v.ConfigMap.Name].Data[key]; !ok {
+		t.Fatalf("-c %s: ConfigMap %s has no key %s (keys %v)", conf, v.ConfigMap.Name, key, slices.Sorted(maps.Keys(r.ConfigMaps[v.ConfigMap.Name].Data)))
 	} else if got != string(shipped) {
 		t.Errorf("ConfigMap %s key %s is not deploy/fluent-bit/fluent-bit.yaml", v.ConfigMap.Name, key)
 	}
@@ -114,8 +93,8 @@ func checkFluentBitPod(t *testing.T, r rendered, spec corev1.PodSpec) {
 		"tls.crt_file": {"secret", secret}, "tls.key_file": {"secret", secret}, "tls.ca_file": {"configMap", caConfigMap},
 	} {
 		file := fluentBitString(out, k)
-		v, p := mountedVolume(t, spec, c, file)
-		if got := projectedFrom(v, p); got != want {
+		v, p := manifest.MountedVolume(t, spec, c, file)
+		if got := manifest.ProjectedFrom(v, p); got != want {
 			t.Errorf("output %s %s comes from %v, want %v", k, file, got, want)
 		}
 	}
@@ -132,7 +111,7 @@ func checkFluentBitPod(t *testing.T, r rendered, spec corev1.PodSpec) {
 			t.Errorf("%s is not set", what)
 			continue
 		}
-		v, p := mountedVolume(t, spec, c, strings.TrimSuffix(file, "/"))
+		v, p := manifest.MountedVolume(t, spec, c, strings.TrimSuffix(file, "/"))
 		if v.HostPath == nil {
 			t.Errorf("%s %s is on volume %s, not a hostPath: it would not be the node's, or not survive the pod", what, file, v.Name)
 			continue
@@ -142,7 +121,7 @@ func checkFluentBitPod(t *testing.T, r rendered, spec corev1.PodSpec) {
 		}
 	}
 	// The kubelet's log symlinks point into /var/log/pods: tail must see both.
-	if v, _ := mountedVolume(t, spec, c, "/var/log/pods/x"); v.HostPath == nil || v.HostPath.Path != "/var/log" && v.HostPath.Path != "/var/log/pods" {
+	if v, _ := manifest.MountedVolume(t, spec, c, "/var/log/pods/x"); v.HostPath == nil || v.HostPath.Path != "/var/log" && v.HostPath.Path != "/var/log/pods" {
 		t.Errorf("/var/log/pods is not the node's (volume %s)", v.Name)
 	}
 	if len(spec.Tolerations) == 0 {
@@ -158,7 +137,7 @@ func checkFluentBitPod(t *testing.T, r rendered, spec corev1.PodSpec) {
 // `config` volume is existingConfigMap, mounted at /fluent-bit/etc/conf;
 // daemonSetVolumes and extraVolumes are appended), passes the DaemonSet's checks.
 func TestDeployFluentBitHelmValues(t *testing.T) {
-	raw, err := os.ReadFile(deployDir("fluent-bit", "helm-values.yaml"))
+	raw, err := os.ReadFile(manifest.Dir("fluent-bit", "helm-values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,40 +178,11 @@ func TestDeployFluentBitHelmValues(t *testing.T) {
 	checkFluentBitPod(t, r, spec)
 }
 
-// projectedFrom names the object (kind, name) a file of a volume comes from.
-func projectedFrom(v corev1.Volume, file string) [2]string {
-	switch {
-	case v.Secret != nil:
-		return [2]string{"secret", v.Secret.SecretName}
-	case v.ConfigMap != nil:
-		return [2]string{"configMap", v.ConfigMap.Name}
-	case v.Projected != nil:
-		for _, s := range v.Projected.Sources {
-			if s.Secret != nil && itemsHold(s.Secret.Items, file) {
-				return [2]string{"secret", s.Secret.Name}
-			}
-			if s.ConfigMap != nil && itemsHold(s.ConfigMap.Items, file) {
-				return [2]string{"configMap", s.ConfigMap.Name}
-			}
-		}
-	}
-	return [2]string{"volume", v.Name}
-}
-
-func itemsHold(items []corev1.KeyToPath, file string) bool {
-	for _, it := range items {
-		if it.Path == file {
-			return true
-		}
-	}
-	return false
-}
-
 // certManagerSecret is the secretName of the cert-manager component's
 // Certificate name, in fluent-bit's namespace.
 func certManagerSecret(t *testing.T, name string) string {
 	t.Helper()
-	for _, doc := range kustomizeDocs(t, overlayOf(t, nil, deployDir("components", "cert-manager"))) {
+	for _, doc := range manifest.Docs(t, manifest.OverlayOf(t, nil, manifest.Dir("components", "cert-manager"))) {
 		var cert struct {
 			Kind     string `json:"kind"`
 			Metadata struct{ Name, Namespace string }
@@ -240,7 +190,7 @@ func certManagerSecret(t *testing.T, name string) string {
 				SecretName string `json:"secretName"`
 			}
 		}
-		mustUnmarshalLoose(t, doc, &cert)
+		manifest.UnmarshalLoose(t, doc, &cert)
 		if cert.Kind == "Certificate" && cert.Metadata.Name == name {
 			if cert.Metadata.Namespace != fluentBitNamespace {
 				t.Errorf("Certificate %s writes its Secret in %q, fluent-bit runs in %q", name, cert.Metadata.Namespace, fluentBitNamespace)
@@ -256,46 +206,19 @@ func certManagerSecret(t *testing.T, name string) string {
 // RELAY_OTLP_CLIENT_CA_FILE: the CA a client certificate must chain to.
 func relayClientCAConfigMap(t *testing.T) string {
 	t.Helper()
-	r := kustomize(t, deployDir("base"))
-	for _, sts := range r.statefulSets {
+	r := manifest.Render(t, manifest.Dir("base"))
+	for _, sts := range r.StatefulSets {
 		if sts.Name != "otelcol-relay" {
 			continue
 		}
 		c := sts.Spec.Template.Spec.Containers[0]
 		for _, e := range c.Env {
 			if e.Name == "RELAY_OTLP_CLIENT_CA_FILE" {
-				v, p := mountedVolume(t, sts.Spec.Template.Spec, c, e.Value)
-				return projectedFrom(v, p)[1]
+				v, p := manifest.MountedVolume(t, sts.Spec.Template.Spec, c, e.Value)
+				return manifest.ProjectedFrom(v, p)[1]
 			}
 		}
 	}
 	t.Fatal("the relay sets no RELAY_OTLP_CLIENT_CA_FILE")
 	return ""
-}
-
-// TestKubeFluentBitRBAC: on a real API server, fluent-bit's ServiceAccount may
-// get, list and watch pods and namespaces (the kubernetes filter's lookups) and
-// nothing more.
-func TestKubeFluentBitRBAC(t *testing.T) {
-	k := e2e.StartKube(t)
-	k.MustKubectl(t, "apply", "--server-side", "-k", deployDir("fluent-bit"))
-	_, ds := fluentBitDaemonSet(t)
-	user := "system:serviceaccount:" + ds.Namespace + ":" + ds.Spec.Template.Spec.ServiceAccountName
-	want := map[string][]string{"namespaces": {"get", "list", "watch"}, "pods": {"get", "list", "watch"}}
-	if got := canIList(t, k, user); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("rules for %s:\n got  %v\n want %v", user, got, want)
-	}
-	for res, verbs := range want {
-		for _, v := range verbs {
-			if !canI(t, k, user, v, res, "-n", "default") {
-				t.Errorf("%s cannot %s %s in another namespace; the kubernetes filter looks up every node's pods", user, v, res)
-			}
-		}
-	}
-	for _, q := range [][]string{{"get", "secrets"}, {"list", "secrets", "-n", "kube-system"}, {"create", "pods"},
-		{"patch", "pods"}, {"get", "nodes/proxy"}, {"get", "configmaps"}, {"delete", "namespaces"}} {
-		if canI(t, k, user, q...) {
-			t.Errorf("%s can %v; it must not", user, q)
-		}
-	}
 }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 import (
 	"net"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // peer is a destination (or source) as a NetworkPolicy sees it: an IP, and the
@@ -44,8 +47,8 @@ var dnsServers = []peer{
 // to port 53 must be allowed. A destination nothing allows stays denied, so the
 // evaluation can fail.
 func TestDeployNetworkPolicyDNS(t *testing.T) {
-	for _, o := range append([]string{"../base", "../agent"}, overlays...) {
-		pols := networkPolicies(t, deployDir("overlays", o))
+	for _, o := range append([]string{"../base", "../agent"}, manifest.Overlays()...) {
+		pols := networkPolicies(t, manifest.Dir("overlays", o))
 		for _, pod := range []map[string]string{gatewayPod, agentPod} {
 			if !selectsAny(pols, pod) {
 				continue
@@ -67,7 +70,7 @@ func TestDeployNetworkPolicyDNS(t *testing.T) {
 // TestDeployAgentNetworkPolicy: the agent is selected by a policy that admits
 // OTLP from pods only (not from node addresses), and lets it reach the gateway.
 func TestDeployAgentNetworkPolicy(t *testing.T) {
-	pols := networkPolicies(t, deployDir("agent"))
+	pols := networkPolicies(t, manifest.Dir("agent"))
 	if !selectsAny(pols, agentPod) {
 		t.Fatal("no NetworkPolicy selects the agent pods")
 	}
@@ -92,19 +95,15 @@ func TestDeployAgentNetworkPolicy(t *testing.T) {
 
 func networkPolicies(t *testing.T, dir string) []networkingv1.NetworkPolicy {
 	t.Helper()
-	out, err := execOutput("kubectl", "kustomize", dir)
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", dir, err, out)
-	}
 	var pols []networkingv1.NetworkPolicy
-	for _, doc := range strings.Split(out, "\n---\n") {
+	for _, doc := range manifest.Docs(t, dir) {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 			t.Fatal(err)
 		}
 		if meta.Kind == "NetworkPolicy" {
 			var np networkingv1.NetworkPolicy
-			mustUnmarshal(t, doc, &np)
+			manifest.Unmarshal(t, doc, &np)
 			pols = append(pols, np)
 		}
 	}

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // Proof for deploy/components/alerts: every metric name and label the rules read is
 // one the built binary actually serves on its metrics endpoint (scraped here, not
@@ -29,6 +31,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -74,7 +78,7 @@ exporters:
     retry_on_failure: {enabled: false}
 service:
   extensions: [file_storage, certwatch/default, admission]
-` + selfMetricsTelemetry + `  pipelines:
+` + e2e.SelfMetricsTelemetry + `  pipelines:
     logs: {receivers: [otlp_http_pooled], exporters: [otlp_http/default]}
     metrics: {receivers: [otlp_http_pooled], processors: [federation_types], exporters: [otlp_http/default]}
     traces: {receivers: [otlp_http_pooled], exporters: [otlp_http/default]}
@@ -90,7 +94,7 @@ var promql = parser.NewParser(parser.Options{})
 var scrapeLabels = map[string]bool{"job": true, "instance": true, "namespace": true, "pod": true, "service": true, "endpoint": true, "container": true}
 
 func alertsDir(parts ...string) string {
-	return deployDir(append([]string{"components", "alerts"}, parts...)...)
+	return manifest.Dir(append([]string{"components", "alerts"}, parts...)...)
 }
 
 func TestAlertRules(t *testing.T) {
@@ -150,7 +154,7 @@ func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
 	t.Helper()
 	certs := filepath.Join(t.TempDir(), "certs")
 	ca := testcerts.NewCA(t, "alerts-ca")
-	testcerts.AtomicWrite(t, certs, certFiles(ca.CertPEM, ca.Client(t, testcerts.Options{CommonName: "relay"})))
+	testcerts.AtomicWrite(t, certs, ca.Client(t, testcerts.Options{CommonName: "relay"}).SecretFiles(ca.CertPEM))
 	httpAddr, limitedAddr, dead, metricsPort, drainAddr := e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreePort(t), e2e.FreeAddr(t)
 	e2e.Start(t, alertsSourceConfig, e2e.Options{Env: []string{
 		"T_QUEUE=" + t.TempDir(), "T_CERTS=" + certs, "T_HTTP=" + httpAddr, "T_HTTP_LIMITED=" + limitedAddr,
@@ -161,11 +165,11 @@ func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
 	metrics, traces := otlpMetricsBody(t), otlpTracesBody(t)
 	var served map[string]map[string]bool
 	var missing []string
-	ok := e2e.WaitFor(90*time.Second, func() bool {
+	ok := otlpfixture.WaitFor(90*time.Second, func() bool {
 		// Refusals and send failures only exist once something was refused or failed.
 		for _, addr := range []string{httpAddr, limitedAddr} {
 			c := e2e.NewHTTPClient("http://"+addr, nil)
-			_ = c.SendLogs(ctx, e2e.FluentBitLogs(10, 0), e2e.Encoding{})
+			_ = c.SendLogs(ctx, otlpfixture.FluentBitLogs(10, 0), otlpfixture.Encoding{})
 			_, _, _ = c.Post(ctx, "/v1/metrics", metrics, "application/x-protobuf", "")
 			_, _, _ = c.Post(ctx, "/v1/traces", traces, "application/x-protobuf", "")
 		}

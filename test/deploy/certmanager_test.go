@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // Proof for deploy/components/cert-manager, deploy/components/alerts and
-// deploy/overlays/platform: applied server-side to a real kube-apiserver that has
-// the real CRDs (cert-manager's and trust-manager's from their Go modules,
-// prometheus-operator's PrometheusRule from its module), so the API server's
-// schema validation checks every field (e2e.InstallPlatformCRDs); and the Secrets and ConfigMap the pods
-// mount are the ones cert-manager and trust-manager write.
+// deploy/overlays/platform without a cluster: the Secrets and ConfigMap the pods
+// mount are the ones cert-manager and trust-manager write. The same overlay applied
+// server-side to a kube-apiserver with the real CRDs is TestKubeCertManagerComponent
+// in test/e2e.
 
 import (
 	"os"
@@ -19,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // The fields of cert-manager's and trust-manager's objects these tests read.
@@ -67,7 +68,7 @@ type certManagerObjects struct {
 func renderCertManager(t *testing.T, dir string) certManagerObjects {
 	t.Helper()
 	r := certManagerObjects{clusterIssuers: map[string]cmClusterIssuer{}, bundles: map[string]tmBundle{}}
-	for _, doc := range kustomizeDocs(t, dir) {
+	for _, doc := range manifest.Docs(t, dir) {
 		var head struct {
 			Kind     string `json:"kind"`
 			Metadata struct{ Name, Namespace string }
@@ -78,24 +79,24 @@ func renderCertManager(t *testing.T, dir string) certManagerObjects {
 		switch head.Kind {
 		case "Certificate":
 			var c cmCertificate
-			mustUnmarshalLoose(t, doc, &c)
+			manifest.UnmarshalLoose(t, doc, &c)
 			r.certificates = append(r.certificates, c)
 		case "ClusterIssuer":
 			var ci struct {
 				Spec cmClusterIssuer `json:"spec"`
 			}
-			mustUnmarshalLoose(t, doc, &ci)
+			manifest.UnmarshalLoose(t, doc, &ci)
 			r.clusterIssuers[head.Metadata.Name] = ci.Spec
 		case "Bundle":
 			var b struct {
 				Spec tmBundle `json:"spec"`
 			}
-			mustUnmarshalLoose(t, doc, &b)
+			manifest.UnmarshalLoose(t, doc, &b)
 			r.bundles[head.Metadata.Name] = b.Spec
 		case "StatefulSet":
-			appendDoc(t, doc, &r.sts)
+			manifest.AppendDoc(t, doc, &r.sts)
 		case "DaemonSet":
-			appendDoc(t, doc, &r.ds)
+			manifest.AppendDoc(t, doc, &r.ds)
 		}
 		if head.Kind != "" && head.Metadata.Namespace == "" && !clusterScoped[head.Kind] {
 			t.Errorf("%s: %s %s has no namespace: kubectl would put it in the current context's", dir, head.Kind, head.Metadata.Name)
@@ -106,13 +107,6 @@ func renderCertManager(t *testing.T, dir string) certManagerObjects {
 
 var clusterScoped = map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "ClusterIssuer": true, "Bundle": true}
 
-func mustUnmarshalLoose(t *testing.T, doc string, v any) {
-	t.Helper()
-	if err := yaml.Unmarshal([]byte(doc), v); err != nil {
-		t.Fatalf("%v\n%s", err, doc)
-	}
-}
-
 // TestDeployCertManagerWiring checks, without a cluster, that the certificates
 // land where the manifests read them: every keypair Secret the gateway and the
 // agents mount is a Certificate's secretName in the same namespace, with the keys
@@ -121,7 +115,7 @@ func mustUnmarshalLoose(t *testing.T, doc string, v any) {
 // deploy/fluent-bit installs its config into; the serving certificate covers the
 // names fluent-bit and the agents dial; and each issuer chain resolves.
 func TestDeployCertManagerWiring(t *testing.T) {
-	r := renderCertManager(t, deployDir("overlays", "platform"))
+	r := renderCertManager(t, manifest.Dir("overlays", "platform"))
 	secrets := map[string]string{} // namespace/secretName -> Certificate
 	for _, c := range r.certificates {
 		secrets[c.Metadata.Namespace+"/"+c.Spec.SecretName] = c.Metadata.Name
@@ -206,13 +200,13 @@ func TestDeployCertManagerWiring(t *testing.T) {
 	// fluent-bit: its Certificate sits where deploy/fluent-bit puts its config,
 	// the Bundle reaches that namespace, and the serving certificate covers the
 	// name fluent-bit verifies (Tls.vhost) and the agents' gateway address.
-	fbKust, err := os.ReadFile(deployDir("fluent-bit", "kustomization.yaml"))
+	fbKust, err := os.ReadFile(manifest.Dir("fluent-bit", "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var fb struct{ Namespace string }
-	mustUnmarshalLoose(t, string(fbKust), &fb)
-	fbConf, err := os.ReadFile(deployDir("fluent-bit", "fluent-bit.yaml"))
+	manifest.UnmarshalLoose(t, string(fbKust), &fb)
+	fbConf, err := os.ReadFile(manifest.Dir("fluent-bit", "fluent-bit.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +215,7 @@ func TestDeployCertManagerWiring(t *testing.T) {
 			Outputs []map[string]any `json:"outputs"`
 		} `json:"pipeline"`
 	}
-	mustUnmarshalLoose(t, string(fbConf), &fbYAML)
+	manifest.UnmarshalLoose(t, string(fbConf), &fbYAML)
 	var vhost string
 	for _, o := range fbYAML.Pipeline.Outputs {
 		if v, ok := o["tls.vhost"].(string); ok {
@@ -290,45 +284,4 @@ func bundleTargets(exprs []matchExpression, ns string) bool {
 		}
 	}
 	return true
-}
-
-// TestKubeCertManagerComponent applies deploy/overlays/platform (base + agent +
-// the cert-manager, trust-manager, servicemonitor and alerts components)
-// server-side to a real API server with the real CRDs installed, twice: the
-// second apply changes nothing.
-func TestKubeCertManagerComponent(t *testing.T) {
-	k := e2e.StartKube(t)
-	e2e.InstallPlatformCRDs(t, func(args ...string) string { return k.MustKubectl(t, args...) })
-	// cert-manager's namespace and fluent-bit's exist before this is installed.
-	k.MustKubectl(t, "create", "namespace", "cert-manager")
-	k.MustKubectl(t, "create", "namespace", "logging")
-
-	dir := deployDir("overlays", "platform")
-	out := k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
-	t.Logf("first apply:\n%s", out)
-	for _, want := range []string{
-		"certificate.cert-manager.io/otelcol-relay-receiver-tls serverside-applied",
-		"certificate.cert-manager.io/otelcol-relay-agent-tls serverside-applied",
-		"certificate.cert-manager.io/otelcol-relay-fluent-bit-tls serverside-applied",
-		"certificate.cert-manager.io/otelcol-relay-ca serverside-applied",
-		"clusterissuer.cert-manager.io/otelcol-relay-ca serverside-applied",
-		"bundle.trust.cert-manager.io/otelcol-relay-ca serverside-applied",
-		"prometheusrule.monitoring.coreos.com/otelcol-relay serverside-applied",
-		"servicemonitor.monitoring.coreos.com/otelcol-relay serverside-applied",
-		"podmonitor.monitoring.coreos.com/otelcol-relay-federation serverside-applied",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("first apply did not report %q", want)
-		}
-	}
-	before := resourceVersions(t, k, dir)
-	k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
-	after := resourceVersions(t, k, dir)
-	if strings.Join(before, "\n") != strings.Join(after, "\n") {
-		t.Errorf("second apply changed objects:\nbefore %v\nafter  %v", before, after)
-	}
-	// The CRDs' schemas are strict: a field they do not know is refused, not kept.
-	if out, err := k.Kubectl(t, "get", "certificate", "-n", "cert-manager", "otelcol-relay-ca", "-o", "jsonpath={.spec.privateKey.rotationPolicy}"); err != nil || out != "Never" {
-		t.Errorf("CA Certificate privateKey.rotationPolicy = %q (%v), want Never as applied", out, err)
-	}
 }

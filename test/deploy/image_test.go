@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // TestDeployImageIsWhatMakeImageBuilds: every container of every overlay runs the
@@ -21,13 +25,13 @@ func TestDeployImageIsWhatMakeImageBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := execOutput("make", "-s", "-C", e2e.RepoRoot(), "print-image", "VERSION=v"+strings.TrimSpace(string(version)))
+	out, err := exec.Command("make", "-s", "-C", e2e.RepoRoot(), "print-image", "VERSION=v"+strings.TrimSpace(string(version))).CombinedOutput()
 	if err != nil {
 		t.Fatalf("make print-image: %v\n%s", err, out)
 	}
-	want := strings.TrimSpace(out)
-	for _, o := range append([]string{"platform"}, overlays...) {
-		r := kustomize(t, deployDir("overlays", o))
+	want := strings.TrimSpace(string(out))
+	for _, o := range append([]string{"platform"}, manifest.Overlays()...) {
+		r := manifest.Render(t, manifest.Dir("overlays", o))
 		check := func(kind, name string, images []string) {
 			for _, img := range images {
 				if img != want {
@@ -36,14 +40,14 @@ func TestDeployImageIsWhatMakeImageBuilds(t *testing.T) {
 				}
 			}
 		}
-		for _, s := range r.statefulSets {
+		for _, s := range r.StatefulSets {
 			var imgs []string
 			for _, c := range append(s.Spec.Template.Spec.InitContainers, s.Spec.Template.Spec.Containers...) {
 				imgs = append(imgs, c.Image)
 			}
 			check("StatefulSet", s.Name, imgs)
 		}
-		for _, d := range r.daemonSets {
+		for _, d := range r.DaemonSets {
 			var imgs []string
 			for _, c := range append(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers...) {
 				imgs = append(imgs, c.Image)

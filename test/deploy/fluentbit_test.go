@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // deploy/fluent-bit checked against fluent-bit's documented behaviour and the
 // relay's gateway config.
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -14,6 +17,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // TestDeployFluentBitConfig checks deploy/fluent-bit against the facts of
@@ -24,7 +29,7 @@ import (
 // can associate relayed logs. fluent-bit itself cannot be installed here; the
 // relay side of each fact is tested in test/reliability.
 func TestDeployFluentBitConfig(t *testing.T) {
-	raw, err := os.ReadFile(deployDir("fluent-bit", "fluent-bit.yaml"))
+	raw, err := os.ReadFile(manifest.Dir("fluent-bit", "fluent-bit.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +103,7 @@ func TestDeployFluentBitConfig(t *testing.T) {
 			Keys []string `json:"keys"`
 		} `json:"processors"`
 	}
-	gwRaw, err := os.ReadFile(deployDir("base", "gateway.yaml"))
+	gwRaw, err := os.ReadFile(manifest.Dir("base", "gateway.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +123,7 @@ func TestDeployFluentBitConfig(t *testing.T) {
 			t.Errorf("fluent-bit does not write %s (renames to %v)", k, renamed)
 		}
 		if !lifted[k] {
-			t.Errorf("the gateway's attributes_to_resource does not lift %s into the resource (keys %v)", k, keys(lifted))
+			t.Errorf("the gateway's attributes_to_resource does not lift %s into the resource (keys %v)", k, slices.Sorted(maps.Keys(lifted)))
 		}
 	}
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package e2e_test
+//go:build deploy
+
+package deploy_test
 
 // `make release-check` on real tags (docs/releasing.md): in a throwaway copy of
 // the repository as it is checked out, with the Makefile's own build and SBOM.

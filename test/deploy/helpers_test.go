@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build deploy
+
+package deploy_test
+
+// podCommand is what the deploy/ tests share beyond internal/manifest.
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+)
+
+// podCommand turns a pod spec's container into arguments and environment that run
+// here: config files come out of the mounted ConfigMap into a temp dir, envFrom
+// ConfigMaps are read from the overlay, and the StatefulSet pod index label is
+// podIndex.
+func podCommand(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, podIndex string) ([]string, []string) {
+	t.Helper()
+	c := spec.Containers[0]
+	mounts := map[string]string{} // mount path -> ConfigMap name
+	for _, m := range c.VolumeMounts {
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.ConfigMap != nil {
+				mounts[m.MountPath] = v.ConfigMap.Name
+			}
+		}
+	}
+	dir := t.TempDir()
+	var args []string
+	for _, a := range c.Args {
+		p, ok := strings.CutPrefix(a, "--config=")
+		if !ok {
+			args = append(args, a)
+			continue
+		}
+		cmName, found := mounts[filepath.Dir(p)]
+		if !found {
+			t.Fatalf("%s is not in a mounted ConfigMap", p)
+		}
+		cm, found := r.ConfigMaps[cmName]
+		if !found {
+			t.Fatalf("ConfigMap %s is not in the overlay", cmName)
+		}
+		data, found := cm.Data[filepath.Base(p)]
+		if !found {
+			t.Fatalf("ConfigMap %s has no key %s", cmName, filepath.Base(p))
+		}
+		local := filepath.Join(dir, filepath.Base(p))
+		if err := os.WriteFile(local, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", local)
+	}
+	var env []string
+	// envFrom first: an env entry of the same name wins, as in the kubelet.
+	for _, from := range c.EnvFrom {
+		if sr := from.SecretRef; sr != nil && sr.Optional != nil && *sr.Optional {
+			// A Secret the user creates (header values); the kubelet starts the
+			// pod without it, and so does this test: nothing secret is in deploy/.
+			continue
+		}
+		if from.ConfigMapRef == nil {
+			t.Fatalf("envFrom %+v: only ConfigMaps and optional Secrets are expected", from)
+		}
+		cm, found := r.ConfigMaps[from.ConfigMapRef.Name]
+		if !found {
+			t.Fatalf("envFrom ConfigMap %s is not in the overlay", from.ConfigMapRef.Name)
+		}
+		for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+			env = append(env, from.Prefix+k+"="+cm.Data[k])
+		}
+	}
+	for _, e := range c.Env {
+		v := e.Value
+		if e.ValueFrom != nil {
+			switch {
+			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.labels['apps.kubernetes.io/pod-index']":
+				v = podIndex
+			case e.ValueFrom.FieldRef != nil:
+				v = "127.0.0.1"
+				if strings.HasSuffix(e.ValueFrom.FieldRef.FieldPath, "Name") || e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+					v = "node-a"
+				}
+			case strings.HasSuffix(e.Name, "_ENDPOINT"):
+				v = "https://backend.example.com:4317"
+			case e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Optional != nil && *e.ValueFrom.ConfigMapKeyRef.Optional:
+				continue // absent, as when the optional ConfigMap does not exist
+			default:
+				v = "placeholder-from-" + e.Name
+			}
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	return args, env
+}
