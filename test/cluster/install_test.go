@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build cluster
+
 package cluster
 
 import (
@@ -10,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,11 +36,14 @@ type pki struct {
 	backendCA *testcerts.CA // the rotation test issues new certificates from both
 }
 
+// The shared install: made by the first test that needs it and kept for the next,
+// since an install takes minutes. A test that replaces it (TestPlatformOverlay) says
+// so, and the next install(t) puts it back; every test works in any order.
 var (
-	installOnce    sync.Once
-	installPKI     *pki
-	installErr     string
-	installOverlay string // the kustomization install applied
+	installPKI     *pki   // outlives every test: the install's certificates
+	installOverlay string // the kustomization install applies
+	installState   string // "": none yet; "aks": it runs; "replaced": another install took its namespaces
+	installErr     string // why an install failed: the tests after it fail at once
 )
 
 func writeFile(t *testing.T, path string, b []byte) {
@@ -116,28 +120,28 @@ func readmeBlock(t *testing.T, heading, marker string) string {
 // replaced by it, as a user replaces it by theirs.
 const backendURL = "https://backend." + backendNS + ".svc:4318"
 
-// install applies deploy/overlays/aks once for the package, as deploy/README.md
-// says: the backend it sends to, the README's Secrets and ConfigMaps with the
-// README's own commands, then `kubectl apply --server-side -k`.
+// install makes the aks install what runs, as deploy/README.md says: the backend it
+// sends to, the README's Secrets and ConfigMaps with the README's own commands, then
+// `kubectl apply --server-side -k`. Once for the package, and again after a test
+// replaced it.
 func install(t *testing.T) *pki {
 	t.Helper()
 	needCluster(t)
-	installOnce.Do(func() {
-		ok := false
-		defer func() {
-			if !ok {
-				installErr = "the first install failed (see that test)"
-			}
-		}()
+	if installErr != "" {
+		t.Fatal(installErr)
+	}
+	if installState == "aks" {
+		return installPKI
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			installErr = "the aks install failed (see the first test that failed)"
+		}
+	}()
+	if installPKI == nil {
 		installPKI = newPKI(t)
 		startBackend(t, installPKI)
-		// The README's commands, verbatim but for the example endpoint and the token.
-		// The by-hand path: dev-certs.sh makes its own CA, and the test needs
-		// the CA's key to sign the backend's side.
-		block := readmeBlock(t, "## What you create before applying", "**By hand.**")
-		block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
-		sh(t, installPKI.dir, []string{"TOKEN=cluster-test-token"}, block)
-		// Outlives the first test: TestExampleBackendOverlay applies it again.
 		overlay, err := os.MkdirTemp("", "otelcol-relay-cluster-overlay-")
 		if err != nil {
 			t.Fatal(err)
@@ -147,13 +151,68 @@ func install(t *testing.T) *pki {
 		// README's component for such a default backend.
 		writeTestOverlay(t, overlay, []string{"test/cluster/overlays/aks"},
 			[]string{"deploy/components/backend-default-mtls"}, nil)
-		mustKubectl(t, "", "apply", "--server-side", "-k", overlay)
-		ok = true
-	})
-	if installErr != "" {
-		t.Fatal(installErr)
 	}
+	if installState == "replaced" {
+		start := time.Now()
+		mustKubectl(t, "", "delete", "namespace", relayNS, loggingNS, "--ignore-not-found", "--timeout=5m")
+		t.Logf("the install that replaced aks removed in %s", time.Since(start).Round(time.Second))
+	}
+	// The README's commands, verbatim but for the example endpoint and the token.
+	// The by-hand path: dev-certs.sh makes its own CA, and the test needs the CA's key
+	// to sign the backend's side.
+	block := readmeBlock(t, "## What you create before applying", "**By hand.**")
+	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
+	sh(t, installPKI.dir, []string{"TOKEN=cluster-test-token"}, block)
+	mustKubectl(t, "", "apply", "--server-side", "-k", installOverlay)
+	installState, ok = "aks", true
 	return installPKI
+}
+
+// restoreInstall applies the install's overlay again, taking back what a test set
+// with kubectl (--force-conflicts), as an operator going back to the manifests does,
+// and waits for the relays and the agent to roll.
+func restoreInstall(t *testing.T) {
+	t.Helper()
+	if installState != "aks" {
+		return
+	}
+	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", installOverlay)
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
+}
+
+// relayEnv makes the relays run with these variables (NAME=VALUE), rolling them if
+// they do not yet: a test states the settings it needs instead of relying on a test
+// that ran before it.
+func relayEnv(t *testing.T, vars ...string) {
+	t.Helper()
+	now := relayEnvNow(t)
+	var change []string
+	for _, v := range vars {
+		name, value, _ := strings.Cut(v, "=")
+		if now[name] != value {
+			change = append(change, v)
+		}
+	}
+	if len(change) == 0 {
+		return
+	}
+	mustKubectl(t, "", append([]string{"-n", relayNS, "set", "env", "statefulset/otelcol-relay", "-c", "otelcol-relay"}, change...)...)
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
+}
+
+// relayEnvNow is the relay container's literal env of the StatefulSet's template.
+func relayEnvNow(t *testing.T) map[string]string {
+	t.Helper()
+	out := mustKubectl(t, "", "-n", relayNS, "get", "statefulset", "otelcol-relay", "-o",
+		`jsonpath={range .spec.template.spec.containers[?(@.name=="otelcol-relay")].env[*]}{.name}={.value}{"\n"}{end}`)
+	env := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if name, value, ok := strings.Cut(l, "="); ok {
+			env[name] = value
+		}
+	}
+	return env
 }
 
 // writeTestOverlay writes dir/kustomization.yaml: the kustomizations resources and

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build cluster
+
 package cluster
 
 import (
@@ -67,7 +69,9 @@ func TestKubeletStatsFromRealKubelet(t *testing.T) {
 	}
 	check("kubelet_stats with the aks overlay (verification skipped)")
 
-	// The base's setting: verify the kubelet's certificate.
+	// The base's setting: verify the kubelet's certificate. The aks install's comes
+	// back at the end.
+	t.Cleanup(func() { restoreInstall(t) })
 	mustKubectl(t, "", "-n", relayNS, "set", "env", "daemonset/otelcol-relay-agent", "KUBELET_INSECURE_SKIP_VERIFY=false")
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
 	if err := getJSON("http://"+backendIP+":8080/metrics/reset", nil); err != nil {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build cluster
+
 // Package cluster runs the shipped manifests on a real one-node Kubernetes cluster
 // (hack/cluster.sh: kubelet, containerd, kube-proxy, CoreDNS, metrics-server,
 // local-path-provisioner, kube-router), as a platform engineer installs them.

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build cluster
+
 package cluster
 
 import (
@@ -41,9 +43,15 @@ func TestAgentAssociatesByConnection(t *testing.T) {
 	}
 	t.Logf("through the agent's Service: %d records, each with k8s.pod.name=%s, k8s.deployment.name=app-via-service", len(recs), pod)
 
-	// The seed's way: the node's address. A test-only hostPort on the agent.
+	// The seed's way: the node's address. A test-only hostPort on the agent, taken
+	// away at the end (an apply of the install would leave a field kubectl patch set).
 	mustKubectl(t, "", "-n", relayNS, "patch", "daemonset", "otelcol-relay-agent", "--type=json", "-p",
 		`[{"op":"add","path":"/spec/template/spec/containers/0/ports/1/hostPort","value":4318}]`)
+	t.Cleanup(func() {
+		mustKubectl(t, "", "-n", relayNS, "patch", "daemonset", "otelcol-relay-agent", "--type=json", "-p",
+			`[{"op":"remove","path":"/spec/template/spec/containers/0/ports/1/hostPort"}]`)
+		mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
+	})
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
 	node := startApp(t, "via-node-ip", "http://$(HOST_IP):4318/v1/logs", 100)
 	time.Sleep(20 * time.Second)

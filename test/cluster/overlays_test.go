@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build cluster
+
 package cluster
 
 import (
@@ -19,7 +21,7 @@ import (
 // and the default backend's mutual TLS, as the install has). Every numbered record
 // must reach both backends: the default one over OTLP/HTTP, the example one over
 // OTLP/gRPC with its client certificate and X-API-Key. The aks install is applied
-// again at the end, for the tests after this one. Both applies take the fields
+// again at the end (restoreInstall), for the tests after this one. Both applies take the fields
 // earlier tests changed with `kubectl set env` (--force-conflicts), as an operator
 // going back to the manifests does.
 func TestExampleBackendOverlay(t *testing.T) {
@@ -40,11 +42,7 @@ func TestExampleBackendOverlay(t *testing.T) {
 		[]string{"deploy/components/backend-default-mtls"}, []string{"otelcol-relay"})
 	start := time.Now()
 	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
-	t.Cleanup(func() {
-		mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", installOverlay)
-		mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
-		mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
-	})
+	t.Cleanup(func() { restoreInstall(t) })
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
 	waitRelays(t, 2, readyBudget)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build cluster
+
 package cluster
 
 import (
@@ -74,6 +76,13 @@ spec:
 	}, []string{"otelcol-relay-federation"})
 	// --force-conflicts: the manifests take back what earlier tests set with kubectl.
 	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
+	// Then the install without federation again, for the tests after this one: its
+	// StatefulSet and the Prometheus server go (apply does not prune them).
+	t.Cleanup(func() {
+		mustKubectl(t, "", "-n", relayNS, "delete", "statefulset", "otelcol-relay-federation", "--ignore-not-found", "--wait", "--timeout=3m")
+		_, _ = kubectl(t, "", "delete", "namespace", "monitoring", "--wait=false")
+		restoreInstall(t)
+	})
 	podIP(t, relayNS, "app.kubernetes.io/component=federation")
 
 	want := map[string]string{"prometheus_http_requests_total": "Sum", "go_goroutines": "Gauge"}

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build cluster
+
 package cluster
 
 import (
@@ -22,10 +24,11 @@ import (
 // otelcol-relay-receiver-tls). The kubelet's atomic writer swaps the mounted
 // directories; certwatch reloads the backend's, and the backend sees requests with
 // the new certificate; the receivers serve the new keypair (their reload_interval is
-// 10 s since TestRollingUpgrade, 5m as shipped); the relay containers are the same
+// 10 s here, 5m as shipped); the relay containers are the same
 // processes (same container IDs, no restart); nothing is lost.
 func TestBackendCertificateRotation(t *testing.T) {
 	p := install(t)
+	relayEnv(t, "RELAY_OTLP_TLS_RELOAD_INTERVAL=10s")
 	waitRelays(t, 2, readyBudget)
 	backendIP := podIP(t, backendNS, "app=backend")
 	containers := containerIDs(t)

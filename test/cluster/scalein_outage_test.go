@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build cluster
+
 package cluster
 
 import (
@@ -18,15 +20,20 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// drainTimeout is the relays' drain timeout while a test keeps the backend down.
+const drainTimeout = "RELAY_DRAIN_TIMEOUT=30s"
+
 // TestScaleInBackendDown removes a replica while the backend is unreachable for the
 // whole drain. The drain gives up at its timeout, the pod exits within the grace
 // period, and what it held stays on its retained volume (counted here); the shipped
 // alert OtelcolRelayDataLeftOnVolume, evaluated by a real Prometheus that scrapes
 // the relay pods (Debian's), becomes active on the real otelcol_admission_drain_queue_size; and once
 // the backend is back and the ordinal runs again on that volume, everything is
-// delivered and the alert clears.
+// delivered and the alert clears. The drain's timeout is 30 s (drainTimeout), not the
+// shipped 100, so that the test waits 30 s for a drain that cannot finish.
 func TestScaleInBackendDown(t *testing.T) {
 	install(t)
+	relayEnv(t, drainTimeout)
 	waitRelays(t, 2, readyBudget)
 	backendIP := podIP(t, backendNS, "app=backend")
 	prom := startPrometheus(t)
