@@ -43,6 +43,10 @@ staging_version=v0.${kube_version#v1.}
 
 cache=${KUBE_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/otelcol-relay/kube-peers}
 mkdir -p "$bin" "$cache"
+# One build per cache at a time: a second kube-peers.sh (.ci/run starts one early,
+# hack/test.sh another) waits here, then copies what the first built.
+exec 9>"$cache/.lock"
+flock 9
 export GOFLAGS="-mod=mod -buildvcs=false"
 export CGO_ENABLED=0
 

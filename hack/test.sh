@@ -1,66 +1,129 @@
 #!/usr/bin/env bash
-# make test's order of work. On a cold machine the Kubernetes peers (hack/kube-peers.sh
-# cluster: etcd, kube-apiserver, kubelet, containerd, ...) are the slowest step, and most
-# of the tests do not need them: the end-to-end tests spend their time waiting on
-# servers, which leaves a core idle. So the peers build in the background at the lowest
-# priority while the tests that need none run, test/e2e starts once etcd and
-# kube-apiserver are in bin/, and test/cluster once every peer is.
+# The test suites, alone or all of them (make test). Each suite is a package with a
+# build tag of its own, so `go test ./...` is the unit tests and nothing else:
 #
-# Usage: hack/test.sh   (GO, RELAY and TEST_TIMEOUT as make passes them)
+#   unit         go test ./...                    no binary, no peer
+#   deploy       test/deploy, tag deploy          the binary, kubectl and promtool (Debian)
+#   reliability  test/reliability, tag reliability the binary, root for memory cgroups
+#   e2e          test/e2e, tag e2e                the binary, etcd and kube-apiserver
+#   cluster      test/cluster, tag cluster        every peer of hack/kube-peers.sh cluster, root
+#
+# `all` runs them in two lanes side by side, because most of a suite's time is spent
+# waiting on servers and a cluster, which leaves a core idle: lane 1 is unit,
+# reliability and e2e; lane 2 is deploy and then cluster. On a cold machine the
+# Kubernetes peers build in the background at the lowest priority, e2e starts once
+# etcd and kube-apiserver are in bin/ and cluster once every peer is. A suite that
+# fails stops nothing else; the script exits non-zero if any failed and prints each
+# suite's minutes at the end.
+#
+# Usage: hack/test.sh [all|unit|deploy|reliability|e2e|cluster]...
+# Environment: GO, RELAY (the binary), TEST_TIMEOUT, RUN (a -run regexp), TEST_FLAGS
+# (more go test flags for every suite, e.g. -v), and <SUITE>_FLAGS for one suite only
+# (UNIT_FLAGS=-race, CLUSTER_FLAGS=-shuffle=on: what CI sets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 RELAY=${RELAY:-$PWD/bin/otelcol-relay}
 TEST_TIMEOUT=${TEST_TIMEOUT:-60m}
+read -r -a test_flags <<<"${TEST_FLAGS:-}"
+[ -n "${RUN:-}" ] && test_flags+=(-run "$RUN")
 log=bin/kube-peers.log
 mkdir -p bin
 
-# A job of its own (set -m) so that its go builds can be stopped as one group when a
-# test fails first.
-set -m
-hack/kube-peers.sh cluster >"$log" 2>&1 &
-peers=$!
-set +m
-trap 'kill -- -"$peers" 2>/dev/null || true' EXIT
+e2e_peers=(etcd kube-apiserver)
+cluster_peers=(etcd kube-apiserver kubelet kube-proxy kube-scheduler kube-controller-manager kubectl
+	containerd containerd-shim-runc-v2 ctr coredns metrics-server local-path-provisioner kube-router
+	cert-manager-controller trust-manager)
 
-# peers_done: the background build's status, once, with its log.
-peers_status=
-peers_done() {
-	if [ -z "$peers_status" ]; then
-		peers_status=0
-		wait "$peers" || peers_status=$?
-		sed 's/^/  /' "$log"
-	fi
-	return "$peers_status"
+# start_peers: build what is missing of the cluster's peers in the background, once.
+# A job of its own (set -m) so that its go builds stop as one group when this exits.
+peers=
+start_peers() {
+	local f
+	[ -n "$peers" ] && return
+	for f in "${cluster_peers[@]}"; do
+		if [ ! -x "bin/$f" ]; then
+			set -m
+			hack/kube-peers.sh cluster >"$log" 2>&1 &
+			peers=$!
+			set +m
+			trap 'kill -- -"$peers" 2>/dev/null || true' EXIT
+			return
+		fi
+	done
 }
 
 # wait_for FILE...: until each is in bin/ (kube-peers.sh moves a binary in only once
-# it is whole), or the build has ended.
+# it is whole), or the build has ended without it.
 wait_for() {
 	local f start=$SECONDS
 	for f in "$@"; do
-		while [ ! -x "bin/$f" ] && kill -0 "$peers" 2>/dev/null; do sleep 5; done
+		while [ ! -x "bin/$f" ] && [ -n "$peers" ] && kill -0 "$peers" 2>/dev/null; do sleep 5; done
 		if [ ! -x "bin/$f" ]; then
-			peers_done || { echo "test: the Kubernetes peers failed to build (log above)" >&2; exit 1; }
+			sed 's/^/  /' "$log" 2>/dev/null || true
 			echo "test: bin/$f is missing after hack/kube-peers.sh cluster (log above)" >&2
-			exit 1
+			return 1
 		fi
 	done
 	echo "test: waited $((SECONDS - start))s for $*"
 }
 
-$GO test -count=1 -timeout "$TEST_TIMEOUT" ./components/... ./internal/... ./bench/...
+# suite NAME: run one suite in the foreground; its minutes go to bin/test-times.
+suite() {
+	local name=$1 start=$SECONDS rc=0 var=${1^^}_FLAGS own
+	read -r -a own <<<"${!var:-}"
+	local flags=("${own[@]}" "${test_flags[@]}")
+	echo "=== test: $name ($(date -u +%H:%M:%S)) ${flags[*]}"
+	case $name in
+	unit)
+		$GO test -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
+		;;
+	deploy | reliability)
+		OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
+		;;
+	e2e | cluster)
+		local -n need="${name}_peers"
+		wait_for "${need[@]}" || rc=$?
+		if ((rc == 0)); then
+			OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
+		fi
+		;;
+	*)
+		echo "test: unknown suite $name (all, unit, deploy, reliability, e2e, cluster)" >&2
+		return 2
+		;;
+	esac
+	printf '%-12s %5.1f min  %s\n' "$name" "$(bc <<<"scale=1; ($SECONDS - $start) / 60")" \
+		"$( ((rc == 0)) && echo ok || echo "FAILED (exit $rc)")" >>bin/test-times
+	return "$rc"
+}
 
-# The end-to-end packages run one at a time (-p 1): they start real servers and load
-# the collector, and two of them at once on a 2-core machine only add noise.
-mapfile -t early < <($GO list ./test/... | grep -v -e '/test/e2e$' -e '/test/cluster$')
-OTELCOL_RELAY_BIN=$RELAY $GO test -p 1 -count=1 -timeout "$TEST_TIMEOUT" "${early[@]}"
+# lane NAME...: the suites one after another, each run even if one before failed.
+lane() {
+	local s rc=0
+	for s in "$@"; do suite "$s" || rc=1; done
+	return "$rc"
+}
 
-wait_for etcd kube-apiserver
-OTELCOL_RELAY_BIN=$RELAY $GO test -p 1 -count=1 -timeout "$TEST_TIMEOUT" ./test/e2e
-
-wait_for kubelet kube-proxy kube-scheduler kube-controller-manager kubectl \
-	containerd containerd-shim-runc-v2 ctr coredns metrics-server local-path-provisioner kube-router \
-	cert-manager-controller trust-manager
-peers_done || { echo "test: the Kubernetes peers failed to build (log above)" >&2; exit 1; }
-OTELCOL_RELAY_BIN=$RELAY $GO test -p 1 -count=1 -timeout "$TEST_TIMEOUT" ./test/cluster
+: >bin/test-times
+start=$SECONDS
+suites=("$@")
+((${#suites[@]})) || suites=(all)
+for s in "${suites[@]}"; do
+	case $s in e2e | cluster | all) start_peers ;; esac
+done
+rc=0
+if [ "${suites[*]}" = all ]; then
+	# Lane 2's lines are marked, since the two lanes' output interleaves.
+	lane deploy cluster > >(sed -u 's/^/[lane 2] /') 2>&1 &
+	lane2=$!
+	lane unit reliability e2e || rc=1
+	wait "$lane2" || rc=1
+else
+	lane "${suites[@]}" || rc=1
+fi
+echo
+echo "=== test: minutes per suite (two lanes side by side for all)"
+cat bin/test-times
+printf '%-12s %5.1f min\n' total "$(bc <<<"scale=1; ($SECONDS - $start) / 60")"
+exit "$rc"
