@@ -34,7 +34,7 @@ metrics_server_version=${METRICS_SERVER_VERSION:-v0.9.0}
 local_path_version=${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}
 # The module proxy here has only v2.1.0 of kube-router/v2.
 kube_router_version=${KUBE_ROUTER_VERSION:-v2.1.0}
-# deploy/overlays/platform's certificate issuers (test/cluster/z_platform_test.go).
+# deploy/overlays/platform's certificate issuers (test/cluster/platform_test.go).
 cert_manager_version=${CERT_MANAGER_VERSION:-v1.21.2}
 trust_manager_version=${TRUST_MANAGER_VERSION:-v0.25.0}
 # Kubernetes publishes each staging repository (k8s.io/api, k8s.io/apiserver,
