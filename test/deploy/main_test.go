@@ -5,19 +5,11 @@
 package deploy_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
-// TestMain builds the collector once (or takes OTELCOL_RELAY_BIN from `make test`)
-// so every end-to-end test in this package runs the same binary.
-func TestMain(m *testing.M) {
-	if _, err := e2e.EnsureBinary(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
+// TestMain settles the collector binary once (OTELCOL_RELAY_BIN from make, or make
+// build), so every test in the package runs the same one.
+func TestMain(m *testing.M) { e2e.Main(m) }
