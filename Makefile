@@ -84,6 +84,14 @@ unit:
 vet:
 	$(GO) vet ./...
 
+## vuln: govulncheck over the module (the build's tags) against a database built
+## offline from the pinned golang.org/x/vulndb module, after a selftest on a fixture
+## with a known reached vulnerability; fails when a vulnerable symbol is reached.
+## `hack/vulncheck.sh binary` checks bin/otelcol-relay instead (docs/dependencies.md).
+.PHONY: vuln
+vuln:
+	GO=$(GO) ./hack/vulncheck.sh
+
 ## bench: Go benchmarks of our components, and the relay benchmark's baseline,
 ## bench/results/baseline.md (bench/README.md says how to read it).
 bench: build
