@@ -92,6 +92,12 @@ vet:
 vuln:
 	GO=$(GO) ./hack/vulncheck.sh
 
+## lint: golangci-lint (pinned in hack/tools.sh, built outside go.mod and cached by
+## version) with .golangci.yml; it must report nothing.
+.PHONY: lint
+lint:
+	@lint=$$(GO=$(GO) ./hack/tools.sh golangci-lint) && $$lint run ./...
+
 ## bench: Go benchmarks of our components, and the relay benchmark's baseline,
 ## bench/results/baseline.md (bench/README.md says how to read it).
 bench: build

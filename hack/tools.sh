@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs the pinned Go tools that must not be in go.mod: their dependency graphs
+# would move the collector's pins through minimal version selection (see
+# docs/dependencies.md). Each is built by `go install MODULE/CMD@VERSION` from an
+# empty temp dir, so the project's module is not involved, and cached by version
+# outside the work tree (TOOLS_CACHE, default ~/.cache/otelcol-relay/tools); a
+# cached binary is reused, so only the first run on a machine compiles (minutes).
+# The binary is copied to bin/NAME-VERSION and its path printed on stdout (the
+# only thing printed there; progress goes to stderr).
+#
+# Usage: hack/tools.sh golangci-lint   (BIN=dir to install elsewhere, GO=go command)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${BIN:-$root/bin}
+cache=${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/otelcol-relay/tools}
+go=${GO:-go}
+
+# install NAME MODULE/CMD VERSION: print the path of bin/NAME-VERSION, built into the
+# cache first if it is not there.
+install() {
+	local name=$1 pkg=$2 version=$3
+	local cached=$cache/$name-$version out=$bin/$name-$version
+	mkdir -p "$cache" "$bin"
+	if [ ! -x "$cached" ]; then
+		echo "tools: building $name $version (go install $pkg@$version)" >&2
+		local work
+		work=$(mktemp -d)
+		# The temp dir holds no go.mod: the tool is resolved from its own go.mod.
+		(
+			cd "$work"
+			GOBIN="$work/bin" GOFLAGS=-mod=mod GOWORK=off nice -n 10 \
+				"$go" install "$pkg@$version"
+		) || { rm -rf "$work"; return 1; }
+		# A copy then a rename, so a concurrent run never sees half a binary.
+		cp "$work/bin/$name" "$cached.tmp.$$"
+		mv "$cached.tmp.$$" "$cached"
+		rm -rf "$work"
+	fi
+	if ! cmp -s "$cached" "$out"; then
+		cp "$cached" "$out.tmp.$$"
+		mv "$out.tmp.$$" "$out"
+	fi
+	echo "$out"
+}
+
+case "${1:-}" in
+golangci-lint)
+	install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint v2.15.0
+	;;
+*)
+	echo "usage: $0 golangci-lint" >&2
+	exit 2
+	;;
+esac
