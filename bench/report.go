@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -197,7 +198,6 @@ func (r *report) writePerf(w func(string, ...any)) {
 			w("### CPU profile at saturation: %s (pprof extension, 10 s, `go tool pprof -top`)\n\n```\n%s\n```\n\n", x.Variant, trimProfile(x.Profile))
 		}
 	}
-
 }
 
 // writeScenarios writes the reliability scenarios' table and notes.
@@ -227,7 +227,7 @@ func statuses(m map[int]int) string {
 	sort.Ints(keys)
 	var parts []string
 	for _, k := range keys {
-		name := fmt.Sprint(k)
+		name := strconv.Itoa(k)
 		if k == 0 {
 			name = "conn. error"
 		}

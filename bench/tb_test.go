@@ -30,7 +30,7 @@ func TestMeasure(t *testing.T) {
 	cleaned, after := false, false
 	err = measure("fatal", func(t *runTB) {
 		t.Cleanup(func() { cleaned = true })
-		t.Fatalf("load did not get going: %d", 0)
+		t.Fatalf("load did not get going: %d", 0) //nolint:revive // unreachable-code: the line after is there to prove that Fatalf stops the function, as testing.T's does
 		after = true
 	})
 	if err == nil || err.Error() != "fatal: load did not get going: 0" || !cleaned || after {

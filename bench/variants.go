@@ -58,7 +58,7 @@ type runSuffix struct {
 }
 
 var runSuffixes = []runSuffix{
-	{suffix: "-alt", alt: true, about: func() string { return fmt.Sprintf("run on another build, `%s`", *altBin) }},
+	{suffix: "-alt", alt: true, about: func() string { return fmt.Sprintf("run on another build, %#q", *altBin) }},
 	{suffix: "-madvfree", env: []string{"GODEBUG=madvdontneed=0"}, about: func() string { return "run with `GODEBUG=madvdontneed=0`" }},
 	{suffix: "-protopool", flags: []string{"--feature-gates=pdata.useProtoPooling"}, about: func() string { return "run with `--feature-gates=pdata.useProtoPooling`" }},
 	// deploy/base/statefulset.yaml's limits.memory.

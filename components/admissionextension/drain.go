@@ -77,7 +77,7 @@ func (a *admission) handleReady(w http.ResponseWriter, _ *http.Request) {
 // a person calling it; the kubelet ignores a hook's status, so drain logs it
 // too), and 403 to a source not in drain::allowed_sources.
 func (a *admission) handleDrain(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.drainAllowed(r.RemoteAddr); !ok {
+	if !a.drainAllowed(r.RemoteAddr) {
 		http.Error(w, a.refuseDrain(r.Context(), r.RemoteAddr), http.StatusForbidden)
 		return
 	}
@@ -186,7 +186,7 @@ const queueSizeMetric = "otelcol_exporter_queue_size"
 // permanently failed), not when a consumer takes it, so 0 means nothing is left
 // to deliver, including what the batcher and retries hold.
 func (a *admission) queueSize(ctx context.Context) (int64, map[string]int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.cfg.Drain.MetricsURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.cfg.Drain.MetricsURL, http.NoBody)
 	if err != nil {
 		return -1, nil, err
 	}

@@ -58,7 +58,7 @@ func startDraining(t *testing.T, cfg *Config) (*admission, string) {
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	ans := <-getAsync(t, url)
+	ans := <-getAsync(url)
 	if ans.code == 0 {
 		t.Fatal(ans.body)
 	}
@@ -70,7 +70,7 @@ type answer struct {
 	body string
 }
 
-func getAsync(t *testing.T, url string) <-chan answer {
+func getAsync(url string) <-chan answer {
 	ch := make(chan answer, 1)
 	go func() {
 		resp, err := http.Get(url)
@@ -100,7 +100,7 @@ func TestDrainRefusesNewRequestsAndWaitsForTheQueue(t *testing.T) {
 		t.Fatalf("before the drain: %d", resp.StatusCode)
 	}
 
-	drained := getAsync(t, drainURL+"/drain")
+	drained := getAsync(drainURL + "/drain")
 	waitFor(t, func() bool { return a.draining.Load() })
 	resp = post(t, srv.URL)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !resp.Close {
@@ -158,14 +158,14 @@ func TestDrainWaitsForRequestsInProgress(t *testing.T) {
 	cfg.Drain.PollInterval = 20 * time.Millisecond
 	a, drainURL := startDraining(t, cfg)
 	entered, release := make(chan struct{}), make(chan struct{})
-	srv := httptest.NewServer(wrap(t, a, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(wrap(t, a, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		close(entered)
 		<-release // the pipeline is still persisting the request
 	})))
 	defer srv.Close()
 	go func() { post(t, srv.URL) }()
 	<-entered
-	drained := getAsync(t, drainURL+"/drain")
+	drained := getAsync(drainURL + "/drain")
 	select {
 	case ans := <-drained:
 		t.Fatalf("/drain returned %d %q while a request was in progress", ans.code, ans.body)

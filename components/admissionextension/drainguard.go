@@ -169,18 +169,18 @@ func parseRouteV6(b []byte) []netip.Addr {
 }
 
 // drainAllowed reports whether a request from remoteAddr (host:port) may drain.
-func (a *admission) drainAllowed(remoteAddr string) (netip.Addr, bool) {
+func (a *admission) drainAllowed(remoteAddr string) bool {
 	ap, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {
-		return netip.Addr{}, false
+		return false
 	}
 	src := ap.Addr().Unmap().WithZone("")
 	for _, p := range a.guard.allowed {
 		if p.Contains(src) {
-			return src, true
+			return true
 		}
 	}
-	return src, false
+	return false
 }
 
 // refuseDrain answers a GET /drain from a source that may not drain. The log

@@ -279,7 +279,7 @@ func TestDrainAllowedSources(t *testing.T) {
 		"127.0.0.1:80":                false, // not listed here
 		"[fe80::1234:5678:9abc:1]:80": false,
 	} {
-		if _, got := a.drainAllowed(remote); got != want {
+		if got := a.drainAllowed(remote); got != want {
 			t.Errorf("drain from %s allowed %v, want %v (allowed %v)", remote, got, want, a.guard.allowed)
 		}
 	}

@@ -376,9 +376,9 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 func TestMiddlewareBeforeStart(t *testing.T) {
 	e := newExt(t, newFixture(t).cfg)
 	_, err := e.GetGRPCClientOptions(context.Background())
-	assert.ErrorContains(t, err, "is not started")
+	require.ErrorContains(t, err, "is not started")
 	_, err = e.GetHTTPRoundTripper(context.Background())
-	assert.ErrorContains(t, err, "is not started")
+	require.ErrorContains(t, err, "is not started")
 }
 
 func TestTelemetry(t *testing.T) {

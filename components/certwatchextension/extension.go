@@ -287,7 +287,7 @@ func (g *grpcCreds) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, e
 // Info names the server the way credentials.NewTLS does, so grpc-go derives the
 // :authority from server_name_override exactly as with the exporter's own tls.
 func (g *grpcCreds) Info() credentials.ProtocolInfo {
-	return credentials.ProtocolInfo{SecurityProtocol: "tls", SecurityVersion: "1.2", ServerName: g.e.cfg.ServerNameOverride}
+	return credentials.ProtocolInfo{SecurityProtocol: "tls", SecurityVersion: "1.2", ServerName: g.e.cfg.ServerNameOverride} //nolint:staticcheck // SA1019: credentials.NewTLS still sets SecurityVersion "1.2"; Info matches it field for field
 }
 
 func (g *grpcCreds) Clone() credentials.TransportCredentials { return &grpcCreds{e: g.e} }

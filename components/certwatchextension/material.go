@@ -79,7 +79,7 @@ func readFiles(cfg *Config) (fileContents, [sha256.Size]byte, error) {
 		if path == "" || err != nil {
 			return nil
 		}
-		b, rerr := os.ReadFile(path)
+		b, rerr := os.ReadFile(path) //nolint:gosec // G304: the TLS file the operator's config names
 		if rerr != nil {
 			err = fmt.Errorf("%s: %w", field, rerr)
 		}

@@ -50,8 +50,8 @@ func (w *watcher) dirs() map[string]bool {
 			continue
 		}
 		want[filepath.Dir(filepath.Clean(p))] = true
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			want[filepath.Dir(real)] = true
+		if target, err := filepath.EvalSymlinks(p); err == nil {
+			want[filepath.Dir(target)] = true
 		}
 	}
 	return want

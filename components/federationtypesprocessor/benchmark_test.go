@@ -151,13 +151,13 @@ func BenchmarkFederateParseFloor(b *testing.B) {
 					}
 					_, tsp, v := p.Series()
 					p.Labels(&lset)
-					dp := gs.point(lset.Get(labels.MetricName))
+					dp := gs.point(lset.Get(model.MetricNameLabel))
 					dp.SetDoubleValue(v)
 					if tsp != nil {
 						dp.SetTimestamp(pcommon.Timestamp(*tsp * int64(time.Millisecond)))
 					}
 					lset.Range(func(l labels.Label) {
-						if l.Name != labels.MetricName {
+						if l.Name != model.MetricNameLabel {
 							dp.Attributes().PutStr(l.Name, l.Value)
 						}
 					})

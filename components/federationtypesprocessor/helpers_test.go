@@ -210,7 +210,8 @@ func (s *scrape) add(name string, v float64, kv ...string) pmetric.NumberDataPoi
 
 // histogram adds the series of demo_request_duration_seconds as federation
 // delivers them: cumulative buckets, _sum and _count.
-func (s *scrape) histogram(name string, les []string, cums []float64, sum, count float64, kv ...string) {
+func (s *scrape) histogram(les []string, cums []float64, sum, count float64, kv ...string) {
+	const name = "demo_request_duration_seconds"
 	for i, le := range les {
 		s.add(name+"_bucket", cums[i], append([]string{"le", le}, kv...)...)
 	}

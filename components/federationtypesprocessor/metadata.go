@@ -134,9 +134,9 @@ func (f *fetcher) fetch(ctx context.Context, now time.Time) (*metadataSnapshot, 
 	}
 	req.Header.Set("Accept", "application/json")
 	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("bearer_token_file %q: %w", f.tokenFile, err)
+		b, rerr := os.ReadFile(f.tokenFile)
+		if rerr != nil {
+			return nil, fmt.Errorf("bearer_token_file %q: %w", f.tokenFile, rerr)
 		}
 		token := strings.TrimSpace(string(b))
 		if token == "" {

@@ -25,7 +25,7 @@ func TestMetadataDownPassesThroughUnchanged(t *testing.T) {
 
 	s := newScrape(t0)
 	s.add("demo_requests_total", 42)
-	s.histogram("demo_request_duration_seconds", []string{"+Inf"}, []float64{1}, 1, 1)
+	s.histogram([]string{"+Inf"}, []float64{1}, 1, 1)
 	before := protoBytes(t, s.md)
 	out := p.process(t, s.md)
 	if !bytes.Equal(before, protoBytes(t, out)) {

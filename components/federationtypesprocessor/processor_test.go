@@ -50,9 +50,9 @@ func TestCounterBecomesMonotonicCumulativeSum(t *testing.T) {
 	// Later samples keep the start; a lower value is a reset and starts anew
 	// right after the previous sample.
 	startOf := func(ts time.Time, v float64) pcommon.Timestamp {
-		s := newScrape(ts)
-		s.add("demo_requests_total", v, "path", "/a")
-		return mustMetric(t, p.process(t, s.md), "demo_requests_total", pmetric.MetricTypeSum).Sum().DataPoints().At(0).StartTimestamp()
+		later := newScrape(ts)
+		later.add("demo_requests_total", v, "path", "/a")
+		return mustMetric(t, p.process(t, later.md), "demo_requests_total", pmetric.MetricTypeSum).Sum().DataPoints().At(0).StartTimestamp()
 	}
 	if got := startOf(t0.Add(15*time.Second), 50); got != s.ts {
 		t.Errorf("start after growth %s, want unchanged %s", got, s.ts)
@@ -101,10 +101,10 @@ func TestHistogramSeriesBecomeOneHistogram(t *testing.T) {
 	s := newScrape(t0)
 	// Series arrive in whatever order the receiver emits them; shuffle the
 	// bucket order to prove the processor sorts by le, not by arrival.
-	s.histogram("demo_request_duration_seconds",
+	s.histogram(
 		[]string{"+Inf", "0.1", "0.05", "1", "0.25", "2.5", "0.5"},
 		[]float64{10, 3, 2, 7, 4, 9, 6}, 9.01, 10, "path", "/a")
-	s.histogram("demo_request_duration_seconds", les, []float64{0, 0, 0, 0, 0, 0, 1}, 5, 1, "path", "/b")
+	s.histogram(les, []float64{0, 0, 0, 0, 0, 0, 1}, 5, 1, "path", "/b")
 	s.add("demo_temperature_celsius", 21.5, "room", "lab")
 	out := p.process(t, s.md)
 
@@ -150,7 +150,7 @@ func TestHistogramSeriesBecomeOneHistogram(t *testing.T) {
 
 	// The next scrape with fewer observations is a reset of the histogram.
 	s2 := newScrape(t0.Add(15 * time.Second))
-	s2.histogram("demo_request_duration_seconds", les, []float64{1, 1, 1, 1, 1, 1, 1}, 0.01, 1, "path", "/a")
+	s2.histogram(les, []float64{1, 1, 1, 1, 1, 1, 1}, 0.01, 1, "path", "/a")
 	dp2 := mustMetric(t, p.process(t, s2.md), "demo_request_duration_seconds", pmetric.MetricTypeHistogram).Histogram().DataPoints().At(0)
 	if dp2.StartTimestamp() <= s.ts {
 		t.Errorf("start %s did not advance after the count fell from 10 to 1", dp2.StartTimestamp())
@@ -160,7 +160,7 @@ func TestHistogramSeriesBecomeOneHistogram(t *testing.T) {
 func TestHistogramWithoutInfBucketUsesCount(t *testing.T) {
 	p := newDemoProcessor(t)
 	s := newScrape(t0)
-	s.histogram("demo_request_duration_seconds", []string{"1", "2"}, []float64{1, 3}, 4.5, 5)
+	s.histogram([]string{"1", "2"}, []float64{1, 3}, 4.5, 5)
 	dp := mustMetric(t, p.process(t, s.md), "demo_request_duration_seconds", pmetric.MetricTypeHistogram).Histogram().DataPoints().At(0)
 	if got, want := dp.BucketCounts().AsRaw(), []uint64{1, 2, 2}; !slices.Equal(got, want) {
 		t.Errorf("bucket counts %v, want %v (overflow bucket from _count)", got, want)
@@ -175,20 +175,20 @@ func TestInconsistentHistogramIsLeftAlone(t *testing.T) {
 	p := newDemoProcessor(t)
 	cases := map[string]func(s *scrape){
 		"decreasing buckets": func(s *scrape) {
-			s.histogram("demo_request_duration_seconds", []string{"1", "+Inf"}, []float64{5, 3}, 1, 3)
+			s.histogram([]string{"1", "+Inf"}, []float64{5, 3}, 1, 3)
 		},
 		"count differs from +Inf": func(s *scrape) {
-			s.histogram("demo_request_duration_seconds", []string{"1", "+Inf"}, []float64{1, 3}, 1, 4)
+			s.histogram([]string{"1", "+Inf"}, []float64{1, 3}, 1, 4)
 		},
 		"no +Inf and no count": func(s *scrape) {
 			s.add("demo_request_duration_seconds_bucket", 1, "le", "1")
 			s.add("demo_request_duration_seconds_sum", 1)
 		},
 		"le not a number": func(s *scrape) {
-			s.histogram("demo_request_duration_seconds", []string{"soon", "+Inf"}, []float64{1, 3}, 1, 3)
+			s.histogram([]string{"soon", "+Inf"}, []float64{1, 3}, 1, 3)
 		},
 		"negative count": func(s *scrape) {
-			s.histogram("demo_request_duration_seconds", []string{"+Inf"}, []float64{-1}, 1, -1)
+			s.histogram([]string{"+Inf"}, []float64{-1}, 1, -1)
 		},
 	}
 	for name, build := range cases {
@@ -208,7 +208,7 @@ func TestInconsistentHistogramIsLeftAlone(t *testing.T) {
 func TestPartialGroupsStayAsGauges(t *testing.T) {
 	p := newDemoProcessor(t)
 	s := newScrape(t0)
-	s.histogram("demo_request_duration_seconds", []string{"1", "+Inf"}, []float64{1, 3}, 1, 3, "path", "/ok")
+	s.histogram([]string{"1", "+Inf"}, []float64{1, 3}, 1, 3, "path", "/ok")
 	s.add("demo_request_duration_seconds_sum", 2, "path", "/broken")
 	out := p.process(t, s.md)
 	h := mustMetric(t, out, "demo_request_duration_seconds", pmetric.MetricTypeHistogram)
@@ -342,7 +342,7 @@ func TestConcurrentBatchesAndRefresh(t *testing.T) {
 			for i := 0; time.Now().Before(deadline); i++ {
 				s := newScrape(t0.Add(time.Duration(i) * time.Second))
 				s.add("demo_requests_total", float64(i), "worker", strconv.Itoa(w))
-				s.histogram("demo_request_duration_seconds", []string{"+Inf"}, []float64{float64(i)}, 1, float64(i))
+				s.histogram([]string{"+Inf"}, []float64{float64(i)}, 1, float64(i))
 				if _, err := p.processMetrics(context.Background(), s.md); err != nil {
 					t.Error(err)
 					return

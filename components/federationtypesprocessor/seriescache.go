@@ -88,16 +88,13 @@ func (c *seriesCache) observe(key seriesKey, ts pcommon.Timestamp, value float64
 	return ts
 }
 
-// startOf returns the start time of a known series without recording a sample
+// known reports whether a series is in the cache, without recording a sample
 // or ending the series.
-func (c *seriesCache) startOf(key seriesKey) (pcommon.Timestamp, bool) {
+func (c *seriesCache) known(key seriesKey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.entries[key]
-	if !ok {
-		return 0, false
-	}
-	return el.Value.(*seriesEntry).start, true
+	_, ok := c.entries[key]
+	return ok
 }
 
 // end drops a series after its staleness marker, and returns the start time

@@ -17,10 +17,10 @@ func TestSeriesCacheExpiresStaleSeries(t *testing.T) {
 	c.observe(seriesKey{1}, ts(1), 1, now)
 	c.observe(seriesKey{2}, ts(1), 1, now.Add(30*time.Second))
 	c.expire(now.Add(61 * time.Second))
-	if _, ok := c.startOf(seriesKey{1}); ok {
+	if ok := c.known(seriesKey{1}); ok {
 		t.Error("series 1, unseen for 61s with a 1m TTL, was not expired")
 	}
-	if _, ok := c.startOf(seriesKey{2}); !ok {
+	if ok := c.known(seriesKey{2}); !ok {
 		t.Error("series 2, seen 31s ago, was expired")
 	}
 	// A series that comes back after expiry is new: it starts at its own sample.
@@ -42,11 +42,11 @@ func TestSeriesCacheIsBoundedLRU(t *testing.T) {
 	if c.len() != 3 {
 		t.Fatalf("len %d, want 3", c.len())
 	}
-	if _, ok := c.startOf(seriesKey{1}); ok {
+	if ok := c.known(seriesKey{1}); ok {
 		t.Error("least recently seen series survived eviction")
 	}
 	for _, k := range []uint64{0, 2, 3} {
-		if _, ok := c.startOf(seriesKey{k}); !ok {
+		if ok := c.known(seriesKey{k}); !ok {
 			t.Errorf("series %d evicted", k)
 		}
 	}

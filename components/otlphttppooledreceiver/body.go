@@ -3,6 +3,7 @@
 package otlphttppooledreceiver // import "github.com/otelcol-relay/otelcol-relay/components/otlphttppooledreceiver"
 
 import (
+	"errors"
 	"io"
 	"math/bits"
 	"sync/atomic"
@@ -154,7 +155,7 @@ func (p *bodyPool) grow(buf []byte) []byte {
 }
 
 func (p *bodyPool) done(buf []byte, err error) ([]byte, error) {
-	if err != io.EOF {
+	if !errors.Is(err, io.EOF) {
 		return buf, err
 	}
 	if c := classOf(len(buf)); c < numClasses {

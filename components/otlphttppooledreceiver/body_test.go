@@ -97,10 +97,10 @@ func TestDecodeReportsReadAndCloseErrors(t *testing.T) {
 	unmarshal := func([]byte) error { called = true; return nil }
 
 	err := p.decode(io.NopCloser(iotest.TimeoutReader(bytes.NewReader(bytes.Repeat([]byte{1}, 4096)))), -1, unmarshal)
-	assert.ErrorIs(t, err, iotest.ErrTimeout)
+	require.ErrorIs(t, err, iotest.ErrTimeout)
 	closeErr := errors.New("connection reset")
 	err = p.decode(failingCloser{Reader: bytes.NewReader([]byte{1}), err: closeErr}, 1, unmarshal)
-	assert.ErrorIs(t, err, closeErr)
+	require.ErrorIs(t, err, closeErr)
 	assert.False(t, called, "nothing is unmarshalled from a body that was not read whole")
 }
 

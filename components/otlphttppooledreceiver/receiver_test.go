@@ -39,10 +39,10 @@ func TestOneServerPerConfigAndRestart(t *testing.T) {
 		require.NoError(t, lr.Start(ctx, componenttest.NewNopHost()))
 		require.NoError(t, mr.Start(ctx, componenttest.NewNopHost()), "the second Start is a no-op, not a second listener")
 		if round == 1 {
-			body, err := plogotlp.NewExportRequestFromLogs(sampleLogs(5)).MarshalProto()
-			require.NoError(t, err)
-			resp, err := http.Post("http://"+cfg.ServerConfig.NetAddr.Endpoint+"/v1/logs", "application/x-protobuf", bytes.NewReader(body))
-			require.NoError(t, err)
+			body, merr := plogotlp.NewExportRequestFromLogs(sampleLogs(5)).MarshalProto()
+			require.NoError(t, merr)
+			resp, perr := http.Post("http://"+cfg.ServerConfig.NetAddr.Endpoint+"/v1/logs", "application/x-protobuf", bytes.NewReader(body))
+			require.NoError(t, perr)
 			require.NoError(t, resp.Body.Close())
 			assert.Equal(t, http.StatusOK, resp.StatusCode)
 			assert.Equal(t, 5, logs.LogRecordCount())
@@ -67,6 +67,6 @@ func TestStartFailsOnAPortInUse(t *testing.T) {
 	r, err := f.CreateLogs(context.Background(), receivertest.NewNopSettings(f.Type()), cfg, consumertest.NewNop())
 	require.NoError(t, err)
 	err = r.Start(context.Background(), componenttest.NewNopHost())
-	assert.ErrorContains(t, err, ln.Addr().String())
+	require.ErrorContains(t, err, ln.Addr().String())
 	assert.NoError(t, r.Shutdown(context.Background()))
 }

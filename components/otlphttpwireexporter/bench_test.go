@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
-	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -36,6 +35,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 
 	"github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter/internal/metadata"
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 )
 
 // fluentBitLogs is a fluent-bit-shaped request: n records of about 1 KB.
@@ -103,7 +103,7 @@ func BenchmarkConsumeAndSend(b *testing.B) {
 					batch := exporterhelper.NewDefaultBatchConfig()
 					batch.MinSize, batch.MaxSize = 2000, 2000
 					q.Batch = configoptional.Some(batch)
-					var host component.Host = componenttest.NewNopHost()
+					host := componenttest.NewNopHost()
 					if queue == "queue_storage" {
 						q.StorageID = &storageID
 						host, _ = queuestoragetest.Start(b, b.TempDir())

@@ -260,7 +260,7 @@ func TestQueueEncodingKeepsTheRequestContext(t *testing.T) {
 				upCtx, _ := readAsUpstream(t, sig, up)
 				want := contextSummary(upCtx)
 				if name != "background" {
-					require.NotEqual(t, contextSummary(context.Background()), want, "upstream keeps this context")
+					require.NotEqual(t, want, contextSummary(context.Background()), "upstream keeps this context")
 				}
 
 				b, err := enc.Marshal(ctx, r)

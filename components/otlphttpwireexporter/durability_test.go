@@ -4,7 +4,6 @@ package otlphttpwireexporter
 
 import (
 	"context"
-	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
 
 	"github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter/internal/metadata"
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 )
 
 const (

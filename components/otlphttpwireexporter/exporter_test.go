@@ -146,7 +146,7 @@ func TestHeadersGzipAndMergedBatches(t *testing.T) {
 	for i, c := range b.bodies {
 		assert.LessOrEqual(t, c, 100, "request %d", i)
 	}
-	assert.Equal(t, 9, len(b.bodies), "900 records in full batches of 100: %v", b.bodies)
+	assert.Len(t, b.bodies, 9, "900 records in full batches of 100: %v", b.bodies)
 	for _, h := range b.headers {
 		assert.Equal(t, "team-a", h.Get("X-Tenant"))
 		assert.Equal(t, "gzip", h.Get("Content-Encoding"))

@@ -143,11 +143,11 @@ func TestQueueEncodingReadsUpstreamItems(t *testing.T) {
 		{"traces pdatareq", tracesSignal, upTraces, 7},
 		{"traces plain proto", tracesSignal, plainTraces, 7},
 	} {
-		_, r, err := queueEncoding{sig: tc.sig}.Unmarshal(tc.b)
-		require.NoError(t, err, tc.name)
+		_, r, uerr := queueEncoding{sig: tc.sig}.Unmarshal(tc.b)
+		require.NoError(t, uerr, tc.name)
 		assert.Equal(t, tc.items, r.ItemsCount(), tc.name)
-		n, err := pdataCount(tc.sig, bytes.Join(r.(*wireRequest).chunks, nil))
-		require.NoError(t, err, tc.name)
+		n, cerr := pdataCount(tc.sig, bytes.Join(r.(*wireRequest).chunks, nil))
+		require.NoError(t, cerr, tc.name)
 		assert.Equal(t, tc.items, n, tc.name)
 	}
 	_, r, err := queueEncoding{sig: logsSignal}.Unmarshal(up)

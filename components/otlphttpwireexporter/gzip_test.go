@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,7 +49,7 @@ func sendWith(t *testing.T, b *backend, c configcompression.Type, level int, rec
 // compressed (a second compression by confighttp would not decode).
 func TestGzipLevels(t *testing.T) {
 	for _, level := range []int{0, -1, -2, 1, 5, 6, 9} {
-		t.Run(fmt.Sprint(level), func(t *testing.T) {
+		t.Run(strconv.Itoa(level), func(t *testing.T) {
 			got, enc := sendWith(t, newBackend(t), configcompression.TypeGzip, level, 500)
 			assert.Equal(t, seqRange(0, 500), got)
 			assert.Equal(t, []string{"gzip"}, enc)
@@ -88,7 +89,7 @@ func TestGzipLevelRefused(t *testing.T) {
 		cfg := NewFactory().CreateDefaultConfig().(*Config)
 		cfg.ClientConfig.Endpoint = "https://a.example"
 		cfg.ClientConfig.CompressionParams.Level = configcompression.Level(level)
-		assert.ErrorContains(t, confmap.Validate(cfg), fmt.Sprintf("compression_params.level: %d is not a gzip level", level))
+		require.ErrorContains(t, confmap.Validate(cfg), fmt.Sprintf("compression_params.level: %d is not a gzip level", level))
 	}
 	// zstd has levels of its own: not gzip's business
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
@@ -147,10 +148,10 @@ func TestGzipWritersAreKeptAcrossGC(t *testing.T) {
 	c, err := newGzipCompressor(0, 2)
 	require.NoError(t, err)
 	unzip := func(body []byte) string {
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		require.NoError(t, err)
-		out, err := io.ReadAll(zr)
-		require.NoError(t, err)
+		zr, zerr := gzip.NewReader(bytes.NewReader(body))
+		require.NoError(t, zerr)
+		out, rerr := io.ReadAll(zr)
+		require.NoError(t, rerr)
 		return string(out)
 	}
 	first, err := c.compress([][]byte{[]byte("first "), []byte("body")}, 10)

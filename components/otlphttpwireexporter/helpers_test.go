@@ -6,8 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/pem"
-	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
@@ -28,6 +27,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/queuestoragetest"
 )
 
 // makeLogs returns n records with seq attributes start..start+n-1, spread

@@ -30,7 +30,7 @@ func decodeAll(t testing.TB, r xexporterhelper.Request) plog.Logs {
 	req := plogotlp.NewExportRequest()
 	require.NoError(t, req.UnmarshalProto(bytes.Join(wr.chunks, nil)))
 	require.Equal(t, wr.items, req.Logs().LogRecordCount(), "ItemsCount matches the bytes")
-	require.Equal(t, wr.bytes, len(bytes.Join(wr.chunks, nil)), "BytesSize matches the bytes")
+	require.Len(t, bytes.Join(wr.chunks, nil), wr.bytes, "BytesSize matches the bytes")
 	return req.Logs()
 }
 

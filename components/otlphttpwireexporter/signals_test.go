@@ -43,11 +43,11 @@ func TestMetricsAndTraces(t *testing.T) {
 			err = req.UnmarshalProto(body)
 			n = req.Traces().SpanCount()
 		default:
-			w.WriteHeader(404)
+			w.WriteHeader(http.StatusNotFound)
 			return
 		}
 		if err != nil {
-			w.WriteHeader(400)
+			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
 		mu.Lock()

@@ -78,7 +78,7 @@ func tag(b []byte, pos, end int) (int32, int, int, error) {
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	field := int32(t >> 3) //nolint:gosec // truncated as pdata truncates it
+	field := int32(t >> 3) // truncated as pdata truncates it
 	if field <= 0 {
 		return 0, 0, 0, errAt(pos, "invalid field number %d", field)
 	}

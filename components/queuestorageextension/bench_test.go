@@ -5,7 +5,6 @@ package queuestorageextension
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"strconv"
 	"syscall"
@@ -142,6 +141,6 @@ func writtenBytes(b *testing.B) int64 {
 			return n
 		}
 	}
-	b.Fatal(fmt.Errorf("no wchar in /proc/self/io: %v", sc.Err()))
+	b.Fatalf("no wchar in /proc/self/io: %v", sc.Err())
 	return 0
 }

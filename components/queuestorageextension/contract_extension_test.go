@@ -59,7 +59,7 @@ func TestContractExtensionIntegrity(t *testing.T) {
 
 		// Set my values
 		for i := range keys {
-			if !assert.NoError(t, c.Set(ctx, keys[i], myBytes)) {
+			if !assert.NoError(t, c.Set(ctx, keys[i], myBytes)) { //nolint:testifylint // require-error: this runs in a thrashing goroutine, where require's FailNow must not be called
 				return
 			}
 		}
@@ -69,14 +69,14 @@ func TestContractExtensionIntegrity(t *testing.T) {
 			// Make sure my values are still mine
 			for i := range keys {
 				v, err := c.Get(ctx, keys[i])
-				if !assert.NoError(t, err) || !assert.Equal(t, myBytes, v) {
+				if !assert.NoError(t, err) || !assert.Equal(t, myBytes, v) { //nolint:testifylint // require-error: this runs in a thrashing goroutine, where require's FailNow must not be called
 					return
 				}
 			}
 
 			// Delete my values
 			for i := range keys {
-				if !assert.NoError(t, c.Delete(ctx, keys[i])) {
+				if !assert.NoError(t, c.Delete(ctx, keys[i])) { //nolint:testifylint // require-error: this runs in a thrashing goroutine, where require's FailNow must not be called
 					return
 				}
 			}
@@ -205,7 +205,7 @@ func TestContractGetClientRecreatesDeletedDirectory(t *testing.T) {
 	// Delete the directory before getting client
 	require.NoError(t, os.RemoveAll(dir))
 
-	client := newContractClient(t, se, "my_component")
+	client := newContractClient(t, se)
 	require.NoError(t, client.Set(ctx, "key", []byte("value")))
 	require.DirExists(t, dir)
 }

@@ -12,6 +12,7 @@ package queuestorageextension
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,9 +47,10 @@ func newContractEntity(name string) component.ID {
 	return component.MustNewIDWithName("nop", name)
 }
 
-func newContractClient(t *testing.T, se storage.Extension, name string) storage.Client {
+// newContractClient is the client of the one component the contract tests use.
+func newContractClient(t *testing.T, se storage.Extension) storage.Client {
 	t.Helper()
-	client, err := se.GetClient(t.Context(), component.KindReceiver, newContractEntity(name), "")
+	client, err := se.GetClient(t.Context(), component.KindReceiver, newContractEntity("my_component"), "")
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, client.Close(ctx)) })
 	return client
@@ -60,7 +62,7 @@ func newContractClient(t *testing.T, se storage.Extension, name string) storage.
 // after a process restart"), and a Delete survives them too.
 func TestContractClientOperations(t *testing.T) {
 	dir := t.TempDir()
-	client := newContractClient(t, newContractExtension(t, dir), "my_component")
+	client := newContractClient(t, newContractExtension(t, dir))
 
 	testKey := "testKey"
 	testValue := []byte("testValue")
@@ -81,7 +83,7 @@ func TestContractClientOperations(t *testing.T) {
 	// Reopen the client, then the extension (a restart)
 	require.NoError(t, client.Close(ctx))
 	se := newContractExtension(t, dir)
-	client = newContractClient(t, se, "my_component")
+	client = newContractClient(t, se)
 	value, err = client.Get(ctx, testKey)
 	require.NoError(t, err)
 	require.Equal(t, testValue, value)
@@ -94,7 +96,7 @@ func TestContractClientOperations(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, value)
 	require.NoError(t, client.Close(ctx))
-	client = newContractClient(t, newContractExtension(t, dir), "my_component")
+	client = newContractClient(t, newContractExtension(t, dir))
 	value, err = client.Get(ctx, testKey)
 	require.NoError(t, err)
 	require.Nil(t, value)
@@ -104,10 +106,10 @@ func TestContractClientOperations(t *testing.T) {
 // step that writes.
 func TestContractClientBatchOperations(t *testing.T) {
 	dir := t.TempDir()
-	client := newContractClient(t, newContractExtension(t, dir), "my_component")
+	client := newContractClient(t, newContractExtension(t, dir))
 	reopen := func() {
 		require.NoError(t, client.Close(ctx))
-		client = newContractClient(t, newContractExtension(t, dir), "my_component")
+		client = newContractClient(t, newContractExtension(t, dir))
 	}
 
 	testSetEntries := []*storage.Operation{
@@ -175,7 +177,7 @@ func TestContractClientBatchOperations(t *testing.T) {
 // back), which upstream does not assert and this test does.
 func TestContractBatchInvalidOperationType(t *testing.T) {
 	dir := t.TempDir()
-	client := newContractClient(t, newContractExtension(t, dir), "my_component")
+	client := newContractClient(t, newContractExtension(t, dir))
 
 	err := client.Batch(ctx,
 		storage.SetOperation("before", []byte("v")),
@@ -184,7 +186,7 @@ func TestContractBatchInvalidOperationType(t *testing.T) {
 	require.EqualError(t, err, "queue_storage: unknown operation type 99")
 
 	require.NoError(t, client.Close(ctx))
-	client = newContractClient(t, newContractExtension(t, dir), "my_component")
+	client = newContractClient(t, newContractExtension(t, dir))
 	for _, k := range []string{"before", "bad", "after"} {
 		v, err := client.Get(ctx, k)
 		require.NoError(t, err)
@@ -197,7 +199,7 @@ func TestContractBatchInvalidOperationType(t *testing.T) {
 // consumers). Each goroutine's batches are atomic and its keys its own.
 func TestContractOneClientConcurrently(t *testing.T) {
 	dir := t.TempDir()
-	client := newContractClient(t, newContractExtension(t, dir), "my_component")
+	client := newContractClient(t, newContractExtension(t, dir))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -220,7 +222,7 @@ func TestContractOneClientConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	require.NoError(t, client.Close(ctx))
-	client = newContractClient(t, newContractExtension(t, dir), "my_component")
+	client = newContractClient(t, newContractExtension(t, dir))
 	for g := range 8 {
 		for i := range 200 {
 			k := fmt.Sprintf("%d/%d", g, i)
@@ -241,7 +243,7 @@ func TestContractOneClientConcurrently(t *testing.T) {
 // Follows extension_test.go TestClientHandlesSimpleCases: setting twice and
 // deleting twice are not errors.
 func TestContractClientHandlesSimpleCases(t *testing.T) {
-	client := newContractClient(t, newContractExtension(t, t.TempDir()), "my_component")
+	client := newContractClient(t, newContractExtension(t, t.TempDir()))
 
 	myBytes := []byte("value")
 
@@ -270,17 +272,17 @@ func TestContractClientHandlesSimpleCases(t *testing.T) {
 // a length and bytes), and keeps it across a reopen.
 func TestContractKeyShapes(t *testing.T) {
 	dir := t.TempDir()
-	client := newContractClient(t, newContractExtension(t, dir), "my_component")
+	client := newContractClient(t, newContractExtension(t, dir))
 	keys := []string{"", strings.Repeat("k", 40<<10), "with\x00nul", "ünïcode/and spaces"}
 	for i, k := range keys {
-		require.NoError(t, client.Set(ctx, k, []byte(fmt.Sprint(i))))
+		require.NoError(t, client.Set(ctx, k, []byte(strconv.Itoa(i))))
 	}
 	require.NoError(t, client.Close(ctx))
-	client = newContractClient(t, newContractExtension(t, dir), "my_component")
+	client = newContractClient(t, newContractExtension(t, dir))
 	for i, k := range keys {
 		v, err := client.Get(ctx, k)
 		require.NoError(t, err)
-		require.Equal(t, []byte(fmt.Sprint(i)), v, "key of %d bytes", len(k))
+		require.Equal(t, []byte(strconv.Itoa(i)), v, "key of %d bytes", len(k))
 	}
 }
 
@@ -289,7 +291,7 @@ func TestContractKeyShapes(t *testing.T) {
 // component of this distribution walks a queue). A client that starts to
 // must be tested as TestWalk does.
 func TestContractNoWalker(t *testing.T) {
-	client := newContractClient(t, newContractExtension(t, t.TempDir()), "my_component")
+	client := newContractClient(t, newContractExtension(t, t.TempDir()))
 	_, ok := client.(storage.Walker)
 	require.False(t, ok)
 }
@@ -297,7 +299,7 @@ func TestContractNoWalker(t *testing.T) {
 // After Close a client's operations fail (file_storage: bbolt's "database
 // not open"; queue_storage: errClosed), and Close again is not an error.
 func TestContractClosedClient(t *testing.T) {
-	client := newContractClient(t, newContractExtension(t, t.TempDir()), "my_component")
+	client := newContractClient(t, newContractExtension(t, t.TempDir()))
 	require.NoError(t, client.Close(ctx))
 	require.NoError(t, client.Close(ctx))
 	_, err := client.Get(ctx, "key")

@@ -40,7 +40,7 @@ func crashItem(i int) []byte {
 }
 
 func crashWriter(dir string) {
-	o, _ := testOptions(nil, 256<<10)
+	o, _ := testOptions(256 << 10)
 	s, err := openStore(dir, o)
 	if err != nil {
 		fmt.Println("open:", err)
@@ -109,7 +109,7 @@ func TestKillNineWhileWriting(t *testing.T) {
 			t.Fatalf("round %d: the writer acknowledged nothing", round)
 		}
 
-		o, logs := testOptions(t, 256<<10)
+		o, logs := testOptions(256 << 10)
 		s := openTest(t, dir, o)
 		meta, _ := s.Get(ctx, "qmv0")
 		next, _ := strconv.Atoi(string(meta))

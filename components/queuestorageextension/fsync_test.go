@@ -4,8 +4,8 @@ package queuestorageextension
 
 import (
 	"errors"
-	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
@@ -16,18 +16,18 @@ import (
 // segment back while the segment holding the deletes that emptied it is
 // gone, and delivered items are delivered again.
 func TestFsyncSyncsDirectoryAfterSegmentRemoval(t *testing.T) {
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	o.fsync = true
 	syncs := 0
 	o.syncDir = func(dir string) error { syncs++; return syncDir(dir) }
 	s := openTest(t, t.TempDir(), o)
 	defer s.Close(ctx)
 	for i := range 30 { // 10 KiB items, six per segment: five segments
-		mustBatch(t, s, storage.SetOperation(fmt.Sprint(i), item(i, 10<<10)))
+		mustBatch(t, s, storage.SetOperation(strconv.Itoa(i), item(i, 10<<10)))
 	}
 	segs, before := len(s.segs), syncs
 	for i := range 12 {
-		mustBatch(t, s, storage.DeleteOperation(fmt.Sprint(i)))
+		mustBatch(t, s, storage.DeleteOperation(strconv.Itoa(i)))
 	}
 	if len(s.segs) >= segs {
 		t.Fatalf("%d segments after deleting the first two segments' items, had %d", len(s.segs), segs)
@@ -41,7 +41,7 @@ func TestFsyncSyncsDirectoryAfterSegmentRemoval(t *testing.T) {
 // the next start either: what the caller was told is what recovery finds.
 func TestFailedFdatasyncIsNotAppliedAtRestart(t *testing.T) {
 	dir := t.TempDir()
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	o.fsync = true
 	fail := false
 	o.fdatasync = func(f *os.File) error {

@@ -13,7 +13,7 @@ import (
 
 func TestInspectSeesLiveKeysAndChangesNothing(t *testing.T) {
 	dir := t.TempDir()
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	s := openTest(t, dir, o)
 	require.NoError(t, s.Set(ctx, "a", make([]byte, 100)))
 	require.NoError(t, s.Set(ctx, "b", make([]byte, 7)))

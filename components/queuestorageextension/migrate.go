@@ -43,15 +43,15 @@ func migrateFileStorage(s *store, path string, logger *zap.Logger) error {
 	var size int64
 	err = db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(fileStorageBucket)
-		if err := s.holdsOnlyKeysOf(b, path); err != nil {
-			return err
+		if herr := s.holdsOnlyKeysOf(b, path); herr != nil {
+			return herr
 		}
 		if b == nil {
 			return nil
 		}
-		var err error
-		keys, copied, size, err = s.copyBucket(b)
-		return err
+		var copyErr error
+		keys, copied, size, copyErr = s.copyBucket(b)
+		return copyErr
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr

@@ -33,6 +33,14 @@ func startExt(t testing.TB, f extension.Factory, cfg component.Config) storage.E
 	return ext.(storage.Extension)
 }
 
+// shutdownExt shuts ext down, failing the test on an error; for a defer.
+func shutdownExt(t testing.TB, ext component.Component) {
+	t.Helper()
+	if err := ext.Shutdown(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
 // fileStorageBacklog writes a queue's backlog through the real file_storage
 // extension, as the gateway did before queue_storage, and returns it.
 func fileStorageBacklog(t *testing.T, dir string) map[string][]byte {
@@ -139,15 +147,15 @@ func TestMigrationInterruptedIsRepeated(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.Directory, cfg.MigrateFrom = dir, old
 	ext := startExt(t, NewFactory(), cfg)
-	if _, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs"); err != nil {
+	if _, err = ext.GetClient(ctx, component.KindExporter, exporterID, "logs"); err != nil {
 		t.Fatal(err)
 	}
 	_ = ext.Shutdown(ctx)
-	if err := os.WriteFile(db, saved, 0o600); err != nil { // as if never deleted
+	if err = os.WriteFile(db, saved, 0o600); err != nil { // as if never deleted
 		t.Fatal(err)
 	}
 	ext = startExt(t, NewFactory(), cfg)
-	defer ext.Shutdown(ctx)
+	defer shutdownExt(t, ext)
 	c, err := ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
 	if err != nil {
 		t.Fatalf("repeating an interrupted migration: %v", err)
@@ -167,13 +175,13 @@ func TestMigrationRefusesToOverwrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Set(ctx, "qmv0", []byte("queue_storage's own")); err != nil {
+	if err = c.Set(ctx, "qmv0", []byte("queue_storage's own")); err != nil {
 		t.Fatal(err)
 	}
 	_ = ext.Shutdown(ctx)
 	cfg.MigrateFrom = old
 	ext = startExt(t, NewFactory(), cfg)
-	defer ext.Shutdown(ctx)
+	defer shutdownExt(t, ext)
 	_, err = ext.GetClient(ctx, component.KindExporter, exporterID, "logs")
 	if err == nil || !strings.Contains(err.Error(), "already holds data") || !strings.Contains(err.Error(), old) {
 		t.Fatalf("migration over existing data: %v, want a refusal naming %s", err, old)
@@ -217,7 +225,7 @@ func TestMigrateFromAnotherExporterType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(old, "exporter_otlp_http_wire_default_logs"), saved, 0o600); err != nil {
+	if err = os.WriteFile(filepath.Join(old, "exporter_otlp_http_wire_default_logs"), saved, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ext := startExt(t, NewFactory(), cfg)
@@ -226,7 +234,7 @@ func TestMigrateFromAnotherExporterType(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "leave the other's backlog behind") {
 		t.Fatalf("two backlogs for one exporter: %v, want a refusal", err)
 	}
-	if err := os.Remove(filepath.Join(old, "exporter_otlp_http_wire_default_logs")); err != nil {
+	if err = os.Remove(filepath.Join(old, "exporter_otlp_http_wire_default_logs")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -250,7 +258,7 @@ func TestMigrateFromAnotherExporterType(t *testing.T) {
 	// type not in the map are left alone.
 	cfg.MigrateExporterTypes = map[string]string{"otlp_grpc_wire": "otlp_grpc"}
 	ext = startExt(t, NewFactory(), cfg)
-	defer ext.Shutdown(ctx)
+	defer shutdownExt(t, ext)
 	for _, id := range []component.ID{wire, exporterID} {
 		c, err := ext.GetClient(ctx, component.KindExporter, id, "metrics")
 		if err != nil {

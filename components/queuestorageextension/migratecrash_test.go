@@ -74,7 +74,7 @@ func TestKillNineWhileMigrating(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.Directory, cfg.MigrateFrom, cfg.SegmentSize = dir, old, minSegmentSize
 	qs := startExt(t, NewFactory(), cfg)
-	defer qs.Shutdown(ctx)
+	defer shutdownExt(t, qs)
 	c, err := qs.GetClient(ctx, component.KindExporter, exporterID, "logs")
 	if err != nil {
 		t.Fatalf("the start after the kills: %v", err)

@@ -3,6 +3,7 @@
 package queuestorageextension
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"os"
@@ -64,7 +65,7 @@ func testMigrationSurvivesRestarts(t *testing.T, limit int, segmentSize int64) {
 		ext, c := migrateWithLimit(t, old, dir, limit, segmentSize)
 		for k, v := range want {
 			got, err := c.Get(ctx, k)
-			if err != nil || string(got) != string(v) {
+			if err != nil || !bytes.Equal(got, v) {
 				t.Fatalf("restart %d after migrating %d keys (record limit %d, segments %d): key %q is %d bytes (%v), want %d",
 					round+1, len(want), limit, segmentSize, k, len(got), err, len(v))
 			}
@@ -83,7 +84,7 @@ func TestMigrationInterruptedMidwayIsCompleted(t *testing.T) {
 	old, dir := t.TempDir(), t.TempDir()
 	want := fileStorageBacklog(t, old)
 	keys := slices.Sorted(maps.Keys(want))
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	s := openTest(t, filepath.Join(dir, "exporter_otlp_http_default_logs"), o)
 	for _, k := range keys[:len(keys)/2] {
 		mustBatch(t, s, storage.SetOperation(k, want[k]))
@@ -121,10 +122,10 @@ func TestMigrationFailingMidwayIsCompletedNextStart(t *testing.T) {
 	if !errors.Is(err, ErrVolumeFull) {
 		t.Fatalf("migrating 1.6 MB into a 1 MiB volume: %v, want %v", err, ErrVolumeFull)
 	}
-	if err := qs.Shutdown(ctx); err != nil {
+	if err = qs.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(db); err != nil {
+	if _, err = os.Stat(db); err != nil {
 		t.Fatalf("the database is gone after a failed migration: %v", err)
 	}
 	partial, err := Inspect(filepath.Join(full, "exporter_otlp_http_default_logs"))

@@ -94,8 +94,7 @@ func recordParts(ops []op, limit int) ([][]byte, int, []int, error) {
 		total += len(meta) - before
 		if o.typ == opSet {
 			offs[i] = total
-			parts = append(parts, meta[:len(meta):len(meta)])
-			parts = append(parts, o.value)
+			parts = append(parts, meta[:len(meta):len(meta)], o.value)
 			total += len(o.value)
 			// Later metadata goes to a new array: appending to meta must
 			// not move the bytes the parts above point to.

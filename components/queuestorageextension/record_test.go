@@ -78,7 +78,7 @@ func FuzzRecord(f *testing.F) {
 	rec, _ := encodeRecord(nil, []op{{typ: opSet, key: "qmv0", value: []byte("meta")}, {typ: opDelete, key: "3"}})
 	f.Add(rec, "k", []byte("v"))
 	f.Add([]byte{}, "", []byte{})
-	f.Add(make([]byte, 16), "7", bytes.Repeat([]byte{0}, 100))
+	f.Add(make([]byte, 16), "7", make([]byte, 100))
 	f.Fuzz(func(t *testing.T, raw []byte, key string, value []byte) {
 		if ops, n, err := decodeRecord(raw, maxRecordLen); err == nil {
 			again, _ := encodeRecord(nil, ops)
@@ -101,7 +101,7 @@ func FuzzRecord(f *testing.F) {
 // tail together with every record after it in its segment.
 func TestRecordOverLimitIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	o, _ := testOptions(t, 1<<20)
+	o, _ := testOptions(1 << 20)
 	o.maxRecord = 64 << 10
 	s := openTest(t, dir, o)
 	mustBatch(t, s, storage.SetOperation("before", []byte("kept")))

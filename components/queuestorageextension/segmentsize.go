@@ -2,8 +2,6 @@
 
 package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 
-import ()
-
 // volumeShare is the share of the volume one segment may take when
 // segment_size is left to the extension. A client keeps up to three segments
 // beyond twice its live data (two before reclaim copies forward, one while

@@ -53,7 +53,7 @@ func TestSegmentsSizedFromVolume(t *testing.T) {
 	cfg := f.CreateDefaultConfig().(*Config)
 	cfg.Directory = filepath.Join(vol, "queue", "qs")
 	ext := startExt(t, f, cfg)
-	defer ext.Shutdown(ctx)
+	defer shutdownExt(t, ext)
 	for _, signal := range []string{"logs", "metrics", "traces"} {
 		c, err := ext.GetClient(ctx, component.KindExporter, exporterID, signal)
 		if err != nil {

@@ -123,10 +123,10 @@ func segName(id uint64) string { return fmt.Sprintf("%016x.seg", id) }
 // openStore recovers the store in dir (creating it if needed) and starts a new
 // segment for writes.
 func openStore(dir string, opts storeOptions) (*store, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil { //nolint:gosec // G703: dir is the client's directory under the operator's configured directory
 		return nil, fmt.Errorf("queue_storage: creating %s: %w", dir, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // G304: the lock file in the client's directory
 	if err != nil {
 		return nil, fmt.Errorf("queue_storage: %w", err)
 	}
@@ -136,14 +136,14 @@ func openStore(dir string, opts storeOptions) (*store, error) {
 	}
 	s := &store{dir: dir, opts: opts, lock: lock, index: map[string]entry{}}
 	if err := s.recover(); err != nil {
-		s.closeFiles()
+		_ = s.closeFiles() // the recovery error is the one to report
 		return nil, err
 	}
 	if err := s.roll(0, s.drain(0, 0)); err != nil {
 		// On a full volume, keep writing into the newest segment's free space
 		// (recovery left the end of data at its last good record).
 		if !errors.Is(err, ErrVolumeFull) || len(s.segs) == 0 {
-			s.closeFiles()
+			_ = s.closeFiles() // the roll error is the one to report
 			return nil, err
 		}
 		s.opts.logger.Warn("queue_storage: volume full at start; writing into the newest segment's free space", zap.Error(err))
@@ -282,7 +282,7 @@ func (s *store) closeFiles() error {
 // tests that look at a volume no process is using.
 func Inspect(dir string) (map[string]int, error) {
 	s := &store{dir: dir, readOnly: true, index: map[string]entry{}, opts: storeOptions{logger: zap.NewNop()}}
-	defer s.closeFiles()
+	defer func() { _ = s.closeFiles() }() // read only: closing loses nothing
 	if err := s.recover(); err != nil {
 		return nil, err
 	}

@@ -6,9 +6,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,7 +19,7 @@ import (
 
 var ctx = context.Background()
 
-func testOptions(t *testing.T, segmentSize int64) (storeOptions, *observer.ObservedLogs) {
+func testOptions(segmentSize int64) (storeOptions, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.InfoLevel)
 	return storeOptions{segmentSize: segmentSize, reserve: 4 << 10, cache: &cacheBudget{max: 1 << 20}, logger: zap.New(core)}, logs
 }
@@ -54,7 +54,7 @@ func expectValue(t *testing.T, s *store, key string, want []byte) {
 }
 
 func TestBatchSemantics(t *testing.T) {
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	s := openTest(t, t.TempDir(), o)
 	defer s.Close(ctx)
 	if v, err := s.Get(ctx, "missing"); v != nil || err != nil {
@@ -86,21 +86,21 @@ func TestBatchSemantics(t *testing.T) {
 // restart; both give the same bytes.
 func TestReopenAndUncachedValues(t *testing.T) {
 	dir := t.TempDir()
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	o.cache = &cacheBudget{max: 10 << 10}
 	s := openTest(t, dir, o)
 	for i := range 50 {
-		mustBatch(t, s, storage.SetOperation("qmv0", []byte(fmt.Sprint(i))), storage.SetOperation(fmt.Sprint(i), item(i, 3000)))
+		mustBatch(t, s, storage.SetOperation("qmv0", []byte(strconv.Itoa(i))), storage.SetOperation(strconv.Itoa(i), item(i, 3000)))
 	}
 	for i := 0; i < 50; i += 2 {
-		mustBatch(t, s, storage.DeleteOperation(fmt.Sprint(i)))
+		mustBatch(t, s, storage.DeleteOperation(strconv.Itoa(i)))
 	}
 	for i := range 50 {
 		want := item(i, 3000)
 		if i%2 == 0 {
 			want = nil
 		}
-		expectValue(t, s, fmt.Sprint(i), want)
+		expectValue(t, s, strconv.Itoa(i), want)
 	}
 	if s.opts.cache.used.Load() > 10<<10 {
 		t.Errorf("cache holds %d bytes, over its 10 KiB budget", s.opts.cache.used.Load())
@@ -116,14 +116,14 @@ func TestReopenAndUncachedValues(t *testing.T) {
 		if i%2 == 0 {
 			want = nil
 		}
-		expectValue(t, s, fmt.Sprint(i), want)
+		expectValue(t, s, strconv.Itoa(i), want)
 	}
 	expectValue(t, s, "qmv0", []byte("49"))
 }
 
 func TestSecondClientOnSameDirectoryIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	s := openTest(t, dir, o)
 	defer s.Close(ctx)
 	if _, err := openStore(dir, o); err == nil || !strings.Contains(err.Error(), "in use") {
@@ -135,10 +135,10 @@ func TestSecondClientOnSameDirectoryIsRefused(t *testing.T) {
 // acknowledged), keeps every earlier one, and says so once.
 func TestTornTailIsDropped(t *testing.T) {
 	src := t.TempDir()
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	s := openTest(t, src, o)
 	for i := range 5 {
-		mustBatch(t, s, storage.SetOperation("qmv0", []byte(fmt.Sprint(i))), storage.SetOperation(fmt.Sprint(i), item(i, 100)))
+		mustBatch(t, s, storage.SetOperation("qmv0", []byte(strconv.Itoa(i))), storage.SetOperation(strconv.Itoa(i), item(i, 100)))
 	}
 	seg := s.segs[len(s.segs)-1]
 	lastStart := seg.end
@@ -156,13 +156,13 @@ func TestTornTailIsDropped(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(seg.path)), torn, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		o, logs := testOptions(t, 64<<10)
+		o, logs := testOptions(64 << 10)
 		r := openTest(t, dir, o)
 		if r.tornTails != 1 || logs.FilterMessageSnippet("torn record").Len() != 1 {
 			t.Errorf("cut at %d: %d torn tails, logs %v; want 1", cut, r.tornTails, logs.All())
 		}
 		for i := range 5 {
-			expectValue(t, r, fmt.Sprint(i), item(i, 100))
+			expectValue(t, r, strconv.Itoa(i), item(i, 100))
 		}
 		expectValue(t, r, "5", nil)
 		expectValue(t, r, "qmv0", []byte("4"))
@@ -182,11 +182,11 @@ func TestTornTailIsDropped(t *testing.T) {
 // records from there on are lost, every other segment is recovered.
 func TestCorruptSegment(t *testing.T) {
 	dir := t.TempDir()
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	s := openTest(t, dir, o)
 	const n = 60 // 10 KiB items, six per segment: ten segments
 	for i := range n {
-		mustBatch(t, s, storage.SetOperation(fmt.Sprint(i), item(i, 10<<10)))
+		mustBatch(t, s, storage.SetOperation(strconv.Itoa(i), item(i, 10<<10)))
 	}
 	where := map[string]uint64{}
 	for k, e := range s.index {
@@ -202,7 +202,7 @@ func TestCorruptSegment(t *testing.T) {
 	if err := os.WriteFile(victim.path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o, logs := testOptions(t, 64<<10)
+	o, logs := testOptions(64 << 10)
 	r := openTest(t, dir, o)
 	defer r.Close(ctx)
 	if r.corruptSegments != 1 {
@@ -214,7 +214,7 @@ func TestCorruptSegment(t *testing.T) {
 	}
 	lost := 0
 	for i := range n {
-		k := fmt.Sprint(i)
+		k := strconv.Itoa(i)
 		v, _ := r.Get(ctx, k)
 		switch {
 		case where[k] == victim.id:
@@ -234,16 +234,16 @@ func TestCorruptSegment(t *testing.T) {
 func TestDiskBoundedUnderChurn(t *testing.T) {
 	dir := t.TempDir()
 	const seg = 64 << 10
-	o, _ := testOptions(t, seg)
+	o, _ := testOptions(seg)
 	s := openTest(t, dir, o)
 	defer s.Close(ctx)
 	mustBatch(t, s, storage.SetOperation("straggler", item(1, 1000)))
 	var maxDisk int64
 	for i := range 5000 {
-		k := fmt.Sprint(i)
+		k := strconv.Itoa(i)
 		mustBatch(t, s, storage.SetOperation("qmv0", item(i, 40)), storage.SetOperation(k, item(i, 2000)))
 		if i >= 20 {
-			mustBatch(t, s, storage.SetOperation("qmv0", item(i, 40)), storage.DeleteOperation(fmt.Sprint(i-20)))
+			mustBatch(t, s, storage.SetOperation("qmv0", item(i, 40)), storage.DeleteOperation(strconv.Itoa(i-20)))
 		}
 		live, disk, _ := s.usage()
 		maxDisk = max(maxDisk, disk)
@@ -264,12 +264,12 @@ func TestDiskBoundedUnderChurn(t *testing.T) {
 // acknowledged is lost, and room comes back as items are deleted.
 func TestVolumeFull(t *testing.T) {
 	vol := tmpfs(t, "1m")
-	o, _ := testOptions(t, 64<<10)
+	o, _ := testOptions(64 << 10)
 	s := openTest(t, vol, o)
 	acked := 0
 	var err error
 	for ; acked < 1000; acked++ {
-		err = s.Batch(ctx, storage.SetOperation("qmv0", []byte(fmt.Sprint(acked))), storage.SetOperation(fmt.Sprint(acked), item(acked, 5000)))
+		err = s.Batch(ctx, storage.SetOperation("qmv0", []byte(strconv.Itoa(acked))), storage.SetOperation(strconv.Itoa(acked), item(acked, 5000)))
 		if err != nil {
 			break
 		}
@@ -280,19 +280,19 @@ func TestVolumeFull(t *testing.T) {
 	t.Logf("1 MiB volume: %d items of 5000 bytes acknowledged, then: %v", acked, err)
 	// The queue keeps dispatching: metadata updates and deletes succeed.
 	for i := range 10 {
-		mustBatch(t, s, storage.SetOperation("qmv0", []byte("dispatching")), storage.GetOperation(fmt.Sprint(i)))
-		mustBatch(t, s, storage.SetOperation("qmv0", []byte("done")), storage.DeleteOperation(fmt.Sprint(i)))
+		mustBatch(t, s, storage.SetOperation("qmv0", []byte("dispatching")), storage.GetOperation(strconv.Itoa(i)))
+		mustBatch(t, s, storage.SetOperation("qmv0", []byte("done")), storage.DeleteOperation(strconv.Itoa(i)))
 	}
 	s.Close(ctx)
 	s = openTest(t, vol, o)
 	defer s.Close(ctx)
 	for i := 10; i < acked; i++ {
-		expectValue(t, s, fmt.Sprint(i), item(i, 5000))
+		expectValue(t, s, strconv.Itoa(i), item(i, 5000))
 	}
 	expectValue(t, s, "qmv0", []byte("done"))
 	// Deleting everything frees the volume for new items.
 	for i := 10; i < acked; i++ {
-		mustBatch(t, s, storage.SetOperation("qmv0", []byte("done")), storage.DeleteOperation(fmt.Sprint(i)))
+		mustBatch(t, s, storage.SetOperation("qmv0", []byte("done")), storage.DeleteOperation(strconv.Itoa(i)))
 	}
 	mustBatch(t, s, storage.SetOperation("qmv0", []byte("new")), storage.SetOperation("new", item(7, 5000)))
 }
@@ -304,13 +304,13 @@ func TestVolumeFull(t *testing.T) {
 // key's value (a read-back pool) lost records in the kill -9 scenario
 // this way; this is that sequence, with reads from disk in between.
 func TestValueOutlivesItsKey(t *testing.T) {
-	o, _ := testOptions(t, 4<<20)
+	o, _ := testOptions(4 << 20)
 	const n = 100 << 10
 	o.cache = &cacheBudget{max: 3 * n}
 	s := openTest(t, t.TempDir(), o)
 	defer s.Close(ctx)
 	for i := range 8 {
-		mustBatch(t, s, storage.SetOperation(fmt.Sprint(i), item(i, n)))
+		mustBatch(t, s, storage.SetOperation(strconv.Itoa(i), item(i, n)))
 	}
 	// Items 0-2 took the cache; once delivered, the re-offered ones take it.
 	mustBatch(t, s, storage.DeleteOperation("0"), storage.DeleteOperation("1"), storage.DeleteOperation("2"))
@@ -318,12 +318,12 @@ func TestValueOutlivesItsKey(t *testing.T) {
 	mustBatch(t, s, gets...)
 	mustBatch(t, s, storage.DeleteOperation("5"), storage.DeleteOperation("6"), storage.DeleteOperation("7"))
 	for i, g := range gets {
-		mustBatch(t, s, storage.SetOperation(fmt.Sprint(10+i), g.Value))
+		mustBatch(t, s, storage.SetOperation(strconv.Itoa(10+i), g.Value))
 	}
 	expectValue(t, s, "3", item(3, n)) // read back from disk meanwhile
 	expectValue(t, s, "4", item(4, n))
 	for i := range 3 {
-		expectValue(t, s, fmt.Sprint(10+i), item(5+i, n))
+		expectValue(t, s, strconv.Itoa(10+i), item(5+i, n))
 	}
 }
 
@@ -333,13 +333,13 @@ func TestValueOutlivesItsKey(t *testing.T) {
 // what was lost.
 func TestCorruptionInNewestSegmentIsNotATornTail(t *testing.T) {
 	dir := t.TempDir()
-	o, _ := testOptions(t, 1<<20)
+	o, _ := testOptions(1 << 20)
 	s := openTest(t, dir, o)
 	var offs []int64
 	seg := s.segs[len(s.segs)-1]
 	for i := range 10 {
 		offs = append(offs, seg.end)
-		mustBatch(t, s, storage.SetOperation("qmv0", []byte(fmt.Sprint(i))), storage.SetOperation(fmt.Sprint(i), item(i, 1000)))
+		mustBatch(t, s, storage.SetOperation("qmv0", []byte(strconv.Itoa(i))), storage.SetOperation(strconv.Itoa(i), item(i, 1000)))
 	}
 	s.Close(ctx)
 	raw, err := os.ReadFile(seg.path)
@@ -350,7 +350,7 @@ func TestCorruptionInNewestSegmentIsNotATornTail(t *testing.T) {
 	if err := os.WriteFile(seg.path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o, logs := testOptions(t, 1<<20)
+	o, logs := testOptions(1 << 20)
 	r := openTest(t, dir, o)
 	defer r.Close(ctx)
 	if r.tornTails != 0 || r.corruptSegments != 1 {
@@ -368,7 +368,7 @@ func TestCorruptionInNewestSegmentIsNotATornTail(t *testing.T) {
 		if i == 3 {
 			want = nil
 		}
-		expectValue(t, r, fmt.Sprint(i), want)
+		expectValue(t, r, strconv.Itoa(i), want)
 	}
 	expectValue(t, r, "qmv0", []byte("9"))
 }

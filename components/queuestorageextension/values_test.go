@@ -3,7 +3,7 @@
 package queuestorageextension
 
 import (
-	"fmt"
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
@@ -17,8 +17,8 @@ import (
 // queue item's.
 func TestValuesAreNotSharedWithCallers(t *testing.T) {
 	for _, n := range []int{100, 4 << 10, 110 << 10} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			o, _ := testOptions(t, 1<<20)
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			o, _ := testOptions(1 << 20)
 			s := openTest(t, t.TempDir(), o)
 			defer s.Close(ctx)
 			buf := item(1, n)
@@ -47,7 +47,7 @@ func TestValuesAreNotSharedWithCallers(t *testing.T) {
 // after a restart serves what the segment holds.
 func TestHandedOffValuesAreKeptUncopied(t *testing.T) {
 	var reg handoff.Registry
-	o, _ := testOptions(t, 1<<20)
+	o, _ := testOptions(1 << 20)
 	o.handoff = &reg
 	dir := t.TempDir()
 	s := openTest(t, dir, o)

@@ -58,7 +58,7 @@ func (s *store) roll(need, drain int64) error {
 	}
 	size := s.segmentFor(need, drain)
 	path := filepath.Join(s.dir, segName(id))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600) //nolint:gosec // G304: a segment file named by segName in the store's directory
 	if err != nil {
 		return fmt.Errorf("queue_storage: creating segment: %w", err)
 	}
@@ -66,7 +66,7 @@ func (s *store) roll(need, drain int64) error {
 	// lack of space, and the reserve at its end stays usable on a full volume.
 	if err := allocate(f, 0, size); err != nil {
 		f.Close()
-		os.Remove(path)
+		os.Remove(path) //nolint:gosec // G703: the segment file just created above
 		if errors.Is(err, syscall.ENOSPC) {
 			return fmt.Errorf("%w: no room for a %d-byte segment in %s: %w", ErrVolumeFull, size, s.dir, err)
 		}

@@ -145,8 +145,8 @@ func TestRules(t *testing.T) {
 		// reaches the converter, which must not echo it.
 		{"credentials not echoed", "https://default.example:4318", "http://user:${env:ENDPOINT_PASSWORD}@default.example:4318",
 			`endpoint "http://REDACTED@default.example:4318"`},
-		{"missing certwatch", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/defualt}]",
-			`exporters::otlp_http/default: middlewares[0]::id "certwatch/defualt" names a certwatch instance that is not configured under extensions`},
+		{"missing certwatch", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/defualt}]", //nolint:misspell // the misspelt instance id is what this case tests
+			`exporters::otlp_http/default: middlewares[0]::id "certwatch/defualt" names a certwatch instance that is not configured under extensions`}, //nolint:misspell // the misspelt instance id is what this case tests
 		{"unused certwatch", "middlewares: [{id: certwatch/default}]", "middlewares: []",
 			`extensions::certwatch/default: no exporter uses it`},
 		{"certwatch not started", "extensions: [certwatch/default]", "extensions: []",

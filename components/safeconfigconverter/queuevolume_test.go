@@ -46,7 +46,7 @@ func parse(t *testing.T, s string) map[string]any {
 }
 
 func fixedSize(gib uint64) fsSizer {
-	return func(dir string) (uint64, string, bool) { return gib << 30, "/pvc", true }
+	return func(string) (uint64, string, bool) { return gib << 30, "/pvc", true }
 }
 
 func TestQueueVolumes(t *testing.T) {

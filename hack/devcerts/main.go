@@ -22,11 +22,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/podrefs"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/podrefs"
 )
 
 func main() {
@@ -146,7 +147,6 @@ func parse(docs []string) (*overlay, error) {
 			m.Keys = union(m.Keys, r.Keys)
 			continue
 		}
-		r := r
 		merged[id] = &r
 		order = append(order, id)
 	}

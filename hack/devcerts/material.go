@@ -18,9 +18,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/otelcol-relay/otelcol-relay/internal/podrefs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/podrefs"
 )
 
 // material is the CA and everything issued or generated so far, kept in dir so
@@ -37,7 +38,7 @@ func openMaterial(dir string) (*material, error) {
 		return nil, err
 	}
 	m := &material{dir: dir}
-	certPEM, keyPEM, err := m.keypair("ca", func(key *ecdsa.PrivateKey) (*x509.Certificate, []byte, error) {
+	certPEM, keyPEM, err := m.keypair("ca", func(*ecdsa.PrivateKey) (*x509.Certificate, []byte, error) {
 		tmpl := &x509.Certificate{
 			Subject:               pkix.Name{CommonName: "otelcol-relay dev CA"},
 			IsCA:                  true,
@@ -129,7 +130,7 @@ func (m *material) leaf(o *overlay, ns, name string) ([]byte, []byte, error) {
 				t.DNSNames = append(t.DNSNames, svc, svc+"."+ns, svc+"."+ns+".svc", svc+"."+ns+".svc.cluster.local")
 			}
 			if len(t.DNSNames) == 0 {
-				return nil, nil, fmt.Errorf("Secret %s/%s is a serving keypair, but namespace %s has no Service to name in it", ns, name, ns)
+				return nil, nil, fmt.Errorf("Secret %s/%s is a serving keypair, but namespace %s has no Service to name in it", ns, name, ns) //nolint:staticcheck // ST1005: Secret is the Kubernetes kind, a proper noun
 			}
 			t.Subject.CommonName = t.DNSNames[0]
 		}

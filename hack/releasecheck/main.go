@@ -75,7 +75,7 @@ func check(tag, binary string, sboms []string) error {
 	}
 
 	if out, err := exec.Command(binary, "--version").CombinedOutput(); err != nil {
-		errs = append(errs, fmt.Errorf("release-check %s: %s --version: %v: %s", tag, binary, err, strings.TrimSpace(string(out))))
+		errs = append(errs, fmt.Errorf("release-check %s: %s --version: %w: %s", tag, binary, err, strings.TrimSpace(string(out))))
 	} else if got := strings.TrimPrefix(strings.TrimSpace(string(out)), "otelcol-relay version "); got != tag {
 		mismatch(binary+" --version (build it from the tag, clean: make build)", got, tag)
 	}

@@ -242,7 +242,7 @@ func (c *Collector) WaitForOutput(s string, timeout time.Duration) error {
 			if strings.Contains(c.Output(), s) {
 				return nil
 			}
-			return fmt.Errorf("process exited (%v) before printing %q", c.exitErr, s)
+			return fmt.Errorf("process exited (%v) before printing %q", c.exitErr, s) //nolint:errorlint // exitErr is nil after a clean exit, which %w would print as %!w(<nil>)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -50,7 +50,7 @@ func ReadQueueDir(dir string) (QueueContents, error) {
 				return nil
 			}
 			return b.ForEach(func(k, v []byte) error {
-				if _, err := strconv.ParseUint(string(k), 10, 64); err == nil {
+				if _, perr := strconv.ParseUint(string(k), 10, 64); perr == nil {
 					qc.Requests++
 					qc.Bytes += int64(len(v))
 					qc.Files[e.Name()]++

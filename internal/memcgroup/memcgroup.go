@@ -67,12 +67,12 @@ func New(t tb.T, limit int64) *Cgroup {
 	if cg.v2 {
 		limitFile = "memory.max"
 	}
-	if err := os.WriteFile(filepath.Join(cg.Dir, limitFile), []byte(fmt.Sprint(limit)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cg.Dir, limitFile), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
 		t.Skipf("cannot set %s: %v", limitFile, err)
 	}
 	if !cg.v2 {
 		// No swap: the limit is the limit, as in a Kubernetes pod.
-		_ = os.WriteFile(filepath.Join(cg.Dir, "memory.memsw.limit_in_bytes"), []byte(fmt.Sprint(limit)), 0o644)
+		_ = os.WriteFile(filepath.Join(cg.Dir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0o644)
 	}
 	return cg
 }

@@ -44,13 +44,13 @@ func atomicWrite(dir string, files map[string][]byte) error {
 		return err
 	}
 	dataDir := filepath.Join(dir, DataDirName)
-	oldTsDir, err := os.Readlink(dataDir)
+	oldTSDir, err := os.Readlink(dataDir)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	oldNames := map[string]bool{}
-	if oldTsDir != "" {
-		entries, rerr := os.ReadDir(filepath.Join(dir, oldTsDir))
+	if oldTSDir != "" {
+		entries, rerr := os.ReadDir(filepath.Join(dir, oldTSDir))
 		if rerr != nil {
 			return rerr
 		}
@@ -104,8 +104,8 @@ func atomicWrite(dir string, files map[string][]byte) error {
 			}
 		}
 	}
-	if oldTsDir != "" {
-		return os.RemoveAll(filepath.Join(dir, oldTsDir))
+	if oldTSDir != "" {
+		return os.RemoveAll(filepath.Join(dir, oldTSDir))
 	}
 	return nil
 }

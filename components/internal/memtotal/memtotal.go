@@ -65,7 +65,7 @@ func Total(p Paths) (uint64, string, error) {
 type mount struct{ root, point, fstype, super string }
 
 func readMounts(path string) ([]mount, error) {
-	f, err := os.Open(path)
+	f, err := os.Open(path) //nolint:gosec // G304: /proc/self/mountinfo, or a test's fixture in its place
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func readMounts(path string) ([]mount, error) {
 // readCgroups maps each v1 controller (and "" for the v2 hierarchy) to the
 // process's cgroup path.
 func readCgroups(path string) (map[string]string, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(path) //nolint:gosec // G304: /proc/self/cgroup, or a test's fixture in its place
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func hasOption(opts, want string) bool {
 
 // readLimit reads a cgroup memory limit; ok is false for "no limit".
 func readLimit(file string, unlimited uint64) (uint64, bool, error) {
-	raw, err := os.ReadFile(file)
+	raw, err := os.ReadFile(file) //nolint:gosec // G304: a limit file under the process's own cgroup mount
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil // the root cgroup has no limit file
 	}
@@ -149,7 +149,7 @@ func readLimit(file string, unlimited uint64) (uint64, bool, error) {
 }
 
 func meminfo(path string) (uint64, string, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(path) //nolint:gosec // G304: /proc/meminfo, or a test's fixture in its place
 	if err != nil {
 		return 0, "", err
 	}
