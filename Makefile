@@ -81,6 +81,12 @@ test: build
 unit:
 	$(GO) test -count=1 ./components/...
 
+## race: the unit tests of components/, internal/ and bench/ under the race detector;
+## any race fails them. Needs the binary: bench's TestVariantConfigsResolve runs it.
+.PHONY: race
+race: build
+	OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -race -count=1 -timeout 20m ./components/... ./internal/... ./bench/...
+
 vet:
 	$(GO) vet ./...
 
