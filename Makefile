@@ -3,6 +3,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 GO        ?= go
+# The toolchain is go.mod's `toolchain` line (a patch release with the standard
+# library's security fixes, fetched from the module proxy once), even where the
+# machine's go.env says GOTOOLCHAIN=local: make vuln fails on an unpatched one.
+export GOTOOLCHAIN := auto
 BIN       := $(CURDIR)/bin
 RELAY     := $(BIN)/otelcol-relay
 # git describe on a tagged checkout; otherwise VERSION plus the commit.
@@ -32,8 +36,9 @@ HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
 # clock, so the same commit gives the same image content on any host.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 TEST_TIMEOUT ?= 60m
+comma := ,
 
-.PHONY: print-image print-version release-check build generate check-generate run test test-deps unit vet bench cross sbom image test-image clean
+.PHONY: print-image print-version release-check build generate check-generate run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -70,16 +75,21 @@ run: build
 test-deps:
 	./hack/test-deps.sh
 
-## test: build once, then every unit and end-to-end test against that binary. The
-## Kubernetes peers build in the background while the tests that need none run
-## (hack/test.sh says in which order, and why).
+## test: build once, then every suite against that binary, two lanes side by side
+## (hack/test.sh says which, and why); the Kubernetes peers build in the background
+## while the suites that need none run. Each suite alone: make unit, deploy,
+## reliability, e2e, cluster; RUN=<regexp> runs the tests it matches, and
+## TEST_FLAGS adds go test flags (-v), <SUITE>_FLAGS one suite's (CLUSTER_FLAGS=-shuffle=on).
+## test/README.md says what each proves.
+SUITES := unit deploy reliability e2e cluster
+TEST_ENV = GO=$(GO) RELAY=$(RELAY) TEST_TIMEOUT=$(TEST_TIMEOUT) RUN='$(RUN)' TEST_FLAGS='$(TEST_FLAGS)'
 test: build
 	./hack/test-deps.sh packages
-	GO=$(GO) RELAY=$(RELAY) TEST_TIMEOUT=$(TEST_TIMEOUT) ./hack/test.sh
+	$(TEST_ENV) ./hack/test.sh all
 
-## unit: the fast tests only (no binary, no peers).
+## unit: go test ./... : the unit tests beside the code (no binary, no peer).
 unit:
-	$(GO) test -count=1 ./components/...
+	$(TEST_ENV) ./hack/test.sh unit
 
 ## race: the unit tests of components/, internal/ and bench/ under the race detector;
 ## any race fails them. Needs the binary: bench's TestVariantConfigsResolve runs it.
@@ -87,8 +97,13 @@ unit:
 race: build
 	OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -race -count=1 -timeout 20m ./components/... ./internal/... ./bench/...
 
+$(filter-out unit,$(SUITES)): build
+	./hack/test-deps.sh packages
+	$(TEST_ENV) ./hack/test.sh $@
+
+## vet: go vet over every package, the suites' tagged files included.
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags '$(BUILDTAGS),$(subst $(eval) ,$(comma),$(filter-out unit,$(SUITES))),image' ./...
 
 ## vuln: govulncheck over the module (the build's tags) against a database built
 ## offline from the pinned golang.org/x/vulndb module, after a selftest on a fixture

@@ -2,6 +2,8 @@ module github.com/otelcol-relay/otelcol-relay
 
 go 1.26.0
 
+toolchain go1.26.10
+
 replace (
 	github.com/open-telemetry/opentelemetry-collector-contrib/internal/kubelet => github.com/open-telemetry/opentelemetry-collector-contrib/internal/kubelet v0.165.1
 	go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.47.0

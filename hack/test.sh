@@ -76,7 +76,8 @@ suite() {
 	echo "=== test: $name ($(date -u +%H:%M:%S)) ${flags[*]}"
 	case $name in
 	unit)
-		$GO test -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
+		# bench's variant check runs the binary.
+		OTELCOL_RELAY_BIN=$RELAY $GO test -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
 		;;
 	deploy | reliability)
 		OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
