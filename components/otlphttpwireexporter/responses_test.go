@@ -225,7 +225,10 @@ func TestResponsesAsOTLPHTTP(t *testing.T) {
 					"sending_queue": map[string]any{"enabled": false},
 				}
 				if tc.name == "slow answer past timeout" {
-					raw["timeout"] = "1s"
+					// The timeout covers the TLS handshake too: long enough that a
+					// handshake under -race on a loaded machine leaves time for the
+					// request to reach the slow handler.
+					raw["timeout"] = "5s"
 				}
 				upstream := exportOnce(t, otlphttpexporter.NewFactory(), raw, s, tc.first)
 				wire := exportOnce(t, NewFactory(), raw, s, tc.first)
