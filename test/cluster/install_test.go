@@ -65,7 +65,7 @@ func repoRel(t *testing.T, dir string, elem ...string) string {
 
 func newPKI(t *testing.T) *pki {
 	// Outlives the first test: every test of the package uses these files.
-	dir, err := os.MkdirTemp("", "otelcol-relay-cluster-pki-")
+	dir, err := os.MkdirTemp("", "otelcol-relay-cluster-pki-") //nolint:usetesting // outlives this test: later tests of the package use it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,11 @@ func readmeBlock(t *testing.T, heading, marker string) string {
 		t.Fatalf("deploy/README.md %q: no sh block", heading)
 	}
 	s = s[j+len("```sh\n"):]
-	return s[:strings.Index(s, "```")]
+	k := strings.Index(s, "```")
+	if k < 0 {
+		t.Fatalf("deploy/README.md %q: sh block has no closing ```", heading)
+	}
+	return s[:k]
 }
 
 // backendURL is where the test's backend listens; the README's example endpoint is
@@ -142,7 +146,7 @@ func install(t *testing.T) *pki {
 	if installPKI == nil {
 		installPKI = newPKI(t)
 		startBackend(t, installPKI)
-		overlay, err := os.MkdirTemp("", "otelcol-relay-cluster-overlay-")
+		overlay, err := os.MkdirTemp("", "otelcol-relay-cluster-overlay-") //nolint:usetesting // outlives this test: later tests of the package use it
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +260,7 @@ func imageName(t *testing.T) string {
 	return relayImage[:strings.LastIndex(relayImage, ":")]
 }
 
-func imageTag(t *testing.T) string {
+func imageTag(_ *testing.T) string {
 	return relayImage[strings.LastIndex(relayImage, ":")+1:]
 }
 

@@ -17,7 +17,7 @@ type backendMetric struct {
 }
 
 // podMetrics is, per metric family wanted, the pods the backend got it for.
-func podMetrics(t *testing.T, backendIP string) (map[string]map[string]bool, error) {
+func podMetrics(_ *testing.T, backendIP string) (map[string]map[string]bool, error) {
 	var ms []backendMetric
 	if err := getJSON("http://"+backendIP+":8080/metrics", &ms); err != nil {
 		return nil, err

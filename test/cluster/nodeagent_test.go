@@ -175,8 +175,3 @@ func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 	return recs
 }
 
-// svcIP is the agent Service's cluster IP (its connections are the Service path).
-func svcIP(t *testing.T) string {
-	t.Helper()
-	return strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "service", "otelcol-relay-agent", "-o", "jsonpath={.spec.clusterIP}"))
-}

@@ -171,7 +171,11 @@ func setImageTag(t *testing.T, dir, tag string) {
 	var lines []string
 	for _, l := range strings.Split(readConfig(t, p), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "newTag:") {
-			l = l[:strings.Index(l, "newTag:")] + "newTag: " + tag
+			k := strings.Index(l, "newTag:")
+			if k < 0 {
+				t.Fatalf("%s: line %q has no newTag:", p, l)
+			}
+			l = l[:k] + "newTag: " + tag
 		}
 		lines = append(lines, l)
 	}

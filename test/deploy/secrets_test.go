@@ -136,15 +136,6 @@ func readConfig(t *testing.T, path string) string {
 	return string(b)
 }
 
-func containsLine(s, line string) bool {
-	for _, l := range strings.Split(s, "\n") {
-		if strings.TrimSpace(l) == line {
-			return true
-		}
-	}
-	return false
-}
-
 // runsAsRoot reports a pod whose every container runs as uid 0 (fluent-bit, which
 // reads every pod's log files).
 func runsAsRoot(spec corev1.PodSpec) bool {

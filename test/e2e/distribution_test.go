@@ -68,7 +68,7 @@ service:
   pipelines:
     logs: {receivers: [otlp], exporters: [debug]}
 `
-	edit := func(old, new string) string { return strings.Replace(valid, old, new, 1) }
+	edit := func(from, to string) string { return strings.Replace(valid, from, to, 1) }
 	cases := []struct {
 		name   string
 		config string

@@ -30,7 +30,7 @@ func TestFederationRunawayAnswerIsBounded(t *testing.T) {
 	// label_value_length_limit): few series, whatever is parsed.
 	line := []byte(`runaway{v="` + strings.Repeat("x", 4000) + "\"} 1\n")
 	mux := http.NewServeMux()
-	mux.HandleFunc("/federate", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/federate", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		for n := 0; n < answerCap; n += len(line) {
 			if _, err := w.Write(line); err != nil {

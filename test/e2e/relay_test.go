@@ -23,12 +23,11 @@ import (
 // relay is one collector started on free ports and exporting to a sink.
 type relay struct {
 	*e2e.Collector
-	sink        *otlpfixture.Sink
-	grpcAddr    string
-	httpURL     string
-	healthURL   string
-	metricsURL  string
-	grpcMetrics string
+	sink       *otlpfixture.Sink
+	grpcAddr   string
+	httpURL    string
+	healthURL  string
+	metricsURL string
 }
 
 // passThroughConfig is the smallest production-shaped pipeline: the gateway's

@@ -77,7 +77,7 @@ func TestGatewayConfigSafetyRules(t *testing.T) {
 		},
 		{
 			name: "client certificate and CA on an http:// endpoint",
-			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
+			args: func(_ *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
 			env:  []string{"OTEL_EXPORTER_DEFAULT_ENDPOINT=http://" + def.sink.HTTPAddr},
 			want: `exporters::otlp_http_wire/default: middlewares[0]::id "certwatch/default" supplies TLS certificates but the connection is plaintext`,
 		},
@@ -97,7 +97,7 @@ exporters:
 		},
 		{
 			name: "plaintext endpoint without the named opt-in",
-			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
+			args: func(_ *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
 			env:  []string{"OTEL_EXPORTER_DEFAULT_ENDPOINT=http://" + def.sink.HTTPAddr},
 			want: "exporters::otlp_http_wire/default: plaintext connection (endpoint \"http://" + def.sink.HTTPAddr + "\"): TLS is required; a plaintext hop must be an explicit choice, made by naming the exporter otlp_http_wire/plaintext-<name>",
 		},
@@ -118,7 +118,7 @@ exporters:
 		},
 		{
 			name: "fragment merged without the merge-append gate",
-			args: func(t *testing.T) []string { return twoBackendArgs()[:4] },
+			args: func(_ *testing.T) []string { return twoBackendArgs()[:4] },
 			want: "each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the confmap.enableMergeAppendOption feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=confmap.enableMergeAppendOption",
 		},
 		{
@@ -246,7 +246,7 @@ backends:
 			// inside the volume's ~13.7 MiB of blocks, outside the ~9.4 MiB left
 			// after root's 25% reserve.
 			name: "queue bounds that fit only with root's reserved blocks",
-			args: func(t *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
+			args: func(_ *testing.T) []string { return []string{"--config", gatewayConfig("gateway.yaml")} },
 			setup: func(t *testing.T) []string {
 				return []string{"RELAY_QUEUE_DIR=" + testvolume.Ext4(t, 16, 25) + "/queue", "OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=2097152"}
 			},

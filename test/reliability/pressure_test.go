@@ -40,7 +40,7 @@ func TestQueueVolumeFull(t *testing.T) {
 	const bound = 1 << 20
 	bounds := []string{"OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=1048576"}
 	t.Run("queue bounds fit the volume", func(t *testing.T) {
-		queueVolumeFull(t, bounds, func(t *testing.T, r *rig, col *e2e.Collector) {
+		queueVolumeFull(t, bounds, func(t *testing.T, _ *rig, col *e2e.Collector) {
 			// The bound, not the volume, stopped the queue.
 			if out := col.Output(); strings.Contains(out, "no space left on device") || strings.Contains(out, "queue volume full") {
 				t.Errorf("the volume filled before the queue bounds:\n%s", e2e.Tail(out, 4000))
@@ -48,7 +48,7 @@ func TestQueueVolumeFull(t *testing.T) {
 		}, "sending queue is full")
 	})
 	t.Run("the volume fills before the queue bounds", func(t *testing.T) {
-		queued := queueVolumeFull(t, bounds, func(t *testing.T, r *rig, col *e2e.Collector) {
+		queued := queueVolumeFull(t, bounds, func(t *testing.T, r *rig, _ *e2e.Collector) {
 			// Something else on the volume takes all but 512 KiB: less than the
 			// logs queue's bound.
 			testvolume.Fill(t, filepath.Dir(r.gw.QueueDir), 512<<10)

@@ -70,7 +70,7 @@ func backend() error {
 	otlp := http.NewServeMux()
 	otlp.HandleFunc("/v1/logs", s.outage(s.handleLogs))
 	otlp.HandleFunc("/v1/metrics", s.handleMetrics)
-	otlp.HandleFunc("/v1/traces", func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
+	otlp.HandleFunc("/v1/traces", func(_ http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
 	srv := &http.Server{Addr: ":4318", Handler: otlp, TLSConfig: &tls.Config{
 		Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
 	}}
@@ -90,7 +90,7 @@ func backend() error {
 		_ = json.NewEncoder(w).Encode(out)
 	})
 	// Forget the metrics so far: the test then waits for ones sent after a change.
-	status.HandleFunc("/metrics/reset", func(w http.ResponseWriter, _ *http.Request) {
+	status.HandleFunc("/metrics/reset", func(_ http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		clear(s.metrics)
@@ -101,7 +101,7 @@ func backend() error {
 		defer s.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(s.clients)
 	})
-	status.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) {
+	status.HandleFunc("/down", func(_ http.ResponseWriter, r *http.Request) {
 		s.down.Store(r.URL.Query().Get("on") == "true")
 	})
 	go func() { _ = http.ListenAndServe(":8080", status) }()

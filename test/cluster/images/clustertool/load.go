@@ -104,7 +104,7 @@ func load() error {
 		l.rate.Store(n)
 	})
 	// Stop handing out numbers; the chunks in flight are still retried to the end.
-	http.HandleFunc("/stop", func(w http.ResponseWriter, _ *http.Request) { l.stopped.Store(true) })
+	http.HandleFunc("/stop", func(_ http.ResponseWriter, _ *http.Request) { l.stopped.Store(true) })
 	go func() { _ = http.ListenAndServe(":2020", nil) }()
 
 	chunks := make(chan int64) // first number of each chunk, paced by the rate
