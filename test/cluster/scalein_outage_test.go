@@ -124,8 +124,8 @@ func startPrometheus(t *testing.T) *prometheus {
 			Groups []json.RawMessage `json:"groups"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(b, &rule); err != nil {
-		t.Fatal(err)
+	if uerr := yaml.Unmarshal(b, &rule); uerr != nil {
+		t.Fatal(uerr)
 	}
 	rules, err := json.Marshal(map[string]any{"groups": rule.Spec.Groups})
 	if err != nil {
@@ -142,9 +142,9 @@ scrape_configs:
   file_sd_configs: [{files: [targets.json]}]
 `))
 	targets := func() {
-		out, err := kubectl(t, "", "-n", relayNS, "get", "pods", "-l", "app.kubernetes.io/component=gateway", "-o",
+		out, kerr := kubectl(t, "", "-n", relayNS, "get", "pods", "-l", "app.kubernetes.io/component=gateway", "-o",
 			`jsonpath={range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}`)
-		if err != nil {
+		if kerr != nil {
 			return
 		}
 		var tg []map[string]any

@@ -118,9 +118,9 @@ func TestAlertRules(t *testing.T) {
 
 	tests := promtoolTests(t)
 	for _, s := range tests.inputSeries {
-		m, err := promql.ParseMetric(s)
-		if err != nil {
-			t.Fatalf("promtool test input series %q: %v", s, err)
+		m, perr := promql.ParseMetric(s)
+		if perr != nil {
+			t.Fatalf("promtool test input series %q: %v", s, perr)
 		}
 		checkLabelsServed(t, "promtool input series "+s, m, served)
 	}
@@ -289,8 +289,8 @@ func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
 			} `json:"groups"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(raw, &pr); err != nil {
-		t.Fatal(err)
+	if uerr := yaml.Unmarshal(raw, &pr); uerr != nil {
+		t.Fatal(uerr)
 	}
 	if pr.Kind != "PrometheusRule" {
 		t.Fatalf("prometheusrule.yaml is a %q", pr.Kind)
@@ -307,8 +307,8 @@ func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
 		t.Fatal("prometheusrule.yaml has no alerts")
 	}
 	var spec map[string]any
-	if err := yaml.Unmarshal(raw, &spec); err != nil {
-		t.Fatal(err)
+	if uerr := yaml.Unmarshal(raw, &spec); uerr != nil {
+		t.Fatal(uerr)
 	}
 	out, err := yaml.Marshal(spec["spec"])
 	if err != nil {

@@ -50,8 +50,8 @@ func TestDeployFluentBitConfig(t *testing.T) {
 		return out
 	}
 	num := func(p props, k string) int {
-		n, err := strconv.Atoi(str(p, k))
-		if err != nil {
+		n, aerr := strconv.Atoi(str(p, k))
+		if aerr != nil {
 			t.Errorf("%s = %q, want a number", k, str(p, k))
 		}
 		return n

@@ -82,8 +82,8 @@ func TestReleaseCheck(t *testing.T) {
 	// The next version: VERSION and CHANGELOG bumped, the image tag forgotten.
 	next := nextPatch(t, version)
 	must("git", "checkout", "-q", "-b", "next")
-	if err := os.WriteFile(filepath.Join(dir, "VERSION"), []byte(next[1:]+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	if werr := os.WriteFile(filepath.Join(dir, "VERSION"), []byte(next[1:]+"\n"), 0o644); werr != nil {
+		t.Fatal(werr)
 	}
 	prepend(t, changelog, next[1:])
 	must("git", "commit", "-q", "-am", "release "+next)
@@ -140,16 +140,16 @@ func copyCheckout(t *testing.T) string {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
+		if merr := os.MkdirAll(filepath.Dir(dst), 0o755); merr != nil {
+			t.Fatal(merr)
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(src)
-			if err != nil {
-				t.Fatal(err)
+			target, lerr := os.Readlink(src)
+			if lerr != nil {
+				t.Fatal(lerr)
 			}
-			if err := os.Symlink(target, dst); err != nil {
-				t.Fatal(err)
+			if serr := os.Symlink(target, dst); serr != nil {
+				t.Fatal(serr)
 			}
 			continue
 		}

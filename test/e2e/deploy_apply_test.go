@@ -72,22 +72,22 @@ func TestKubeDeployApply(t *testing.T) {
 	// The HPA and PDBs as the API server stored them (defaults applied), for the
 	// relay of each namespace.
 	for ns, relay := range map[string]string{"otelcol-relay": "otelcol-relay"} {
-		hpa, err := k.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "otelcol-relay", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("%s: %v", ns, err)
+		hpa, lerr := k.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "otelcol-relay", metav1.GetOptions{})
+		if lerr != nil {
+			t.Fatalf("%s: %v", ns, lerr)
 		}
 		if ref := hpa.Spec.ScaleTargetRef; ref.Kind != "StatefulSet" || ref.Name != relay {
 			t.Errorf("%s: HPA scales %s/%s, want StatefulSet/%s", ns, ref.Kind, ref.Name, relay)
 		}
-		if _, err := k.Client.AppsV1().StatefulSets(ns).Get(ctx, hpa.Spec.ScaleTargetRef.Name, metav1.GetOptions{}); err != nil {
-			t.Errorf("%s: the HPA's target: %v", ns, err)
+		if _, gerr := k.Client.AppsV1().StatefulSets(ns).Get(ctx, hpa.Spec.ScaleTargetRef.Name, metav1.GetOptions{}); gerr != nil {
+			t.Errorf("%s: the HPA's target: %v", ns, gerr)
 		}
 		if m := hpa.Spec.MinReplicas; m == nil || *m != 2 || hpa.Spec.MaxReplicas < 2 {
 			t.Errorf("%s: HPA min %v max %d, want min 2", ns, m, hpa.Spec.MaxReplicas)
 		}
-		pdbs, err := k.Client.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
+		pdbs, lerr := k.Client.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+		if lerr != nil {
+			t.Fatal(lerr)
 		}
 		if len(pdbs.Items) != 2 {
 			t.Errorf("%s: %d PodDisruptionBudgets, want the relay's and federation's", ns, len(pdbs.Items))

@@ -50,9 +50,9 @@ func TestKubePriorityClassComponent(t *testing.T) {
 	with := manifest.OverlayOf(t, []string{manifest.Dir("base"), manifest.Dir("agent")}, manifest.Dir("components", "federation"), manifest.Dir("components", "priority-class"))
 	k.MustKubectl(t, "apply", "--server-side", "-k", with)
 	for _, name := range []string{"otelcol-relay", "otelcol-relay-federation"} {
-		sts, err := k.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+		sts, serr := k.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if serr != nil {
+			t.Fatal(serr)
 		}
 		if got := sts.Spec.Template.Spec.PriorityClassName; got != "otelcol-relay" {
 			t.Errorf("StatefulSet %s: priorityClassName %q, want otelcol-relay", name, got)

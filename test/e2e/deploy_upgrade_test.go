@@ -104,8 +104,8 @@ func TestKubeDeployUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	scale.Spec.Replicas = 3
-	if _, err := sts.UpdateScale(ctx, "otelcol-relay", scale, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"}); err != nil {
-		t.Fatal(err)
+	if _, serr := sts.UpdateScale(ctx, "otelcol-relay", scale, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"}); serr != nil {
+		t.Fatal(serr)
 	}
 	k.MustKubectl(t, "apply", "--server-side", "-k", today)
 	if relay, err = sts.Get(ctx, "otelcol-relay", metav1.GetOptions{}); err != nil {

@@ -86,8 +86,8 @@ func TestFederationBadMetadataResponses(t *testing.T) {
 
 			f := startFederation(t, target, prom, "http://"+l.Addr().String())
 			waitMetric(t, f.sink, "demo_requests_total", pmetric.MetricTypeGauge, 90*time.Second)
-			if err := f.relay.WaitForOutput(c.want, 30*time.Second); err != nil {
-				t.Fatal(err)
+			if werr := f.relay.WaitForOutput(c.want, 30*time.Second); werr != nil {
+				t.Fatal(werr)
 			}
 			// Several refreshes (every 2s) later, the relay has not grown.
 			time.Sleep(6 * time.Second)

@@ -65,8 +65,8 @@ func TestGatewayDrainOnlyFromTheNodeAndResumes(t *testing.T) {
 	if code != http.StatusForbidden {
 		t.Fatalf("GET /drain from 127.0.0.2 (not the node): %d %q; want 403", code, body)
 	}
-	if code, body := getFrom(t, "127.0.0.2", readyURL); code != http.StatusOK {
-		t.Errorf("/ready after a refused drain: %d %q; want 200", code, body)
+	if code2, body2 := getFrom(t, "127.0.0.2", readyURL); code2 != http.StatusOK {
+		t.Errorf("/ready after a refused drain: %d %q; want 200", code2, body2)
 	}
 	if err := send(5); err != nil {
 		t.Errorf("intake after a refused drain: %v; want it untouched", err)

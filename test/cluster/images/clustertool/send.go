@@ -107,7 +107,7 @@ func (s *sender) flushFile(f string) {
 	}
 	defer fh.Close()
 	off := s.offsets[f]
-	if _, err := fh.Seek(off, io.SeekStart); err != nil {
+	if _, seekErr := fh.Seek(off, io.SeekStart); seekErr != nil {
 		return
 	}
 	logs := plog.NewLogs()
@@ -116,8 +116,8 @@ func (s *sender) flushFile(f string) {
 	var partial strings.Builder
 	read := int64(0)
 	for lrs.Len() < 1000 {
-		line, err := rd.ReadString('\n')
-		if err != nil {
+		line, readErr := rd.ReadString('\n')
+		if readErr != nil {
 			break // an unterminated line is read again next time
 		}
 		read += int64(len(line))
