@@ -174,4 +174,3 @@ func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 	})
 	return recs
 }
-

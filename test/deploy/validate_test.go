@@ -10,6 +10,7 @@ package deploy_test
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func validateOverlay(t *testing.T, dir string) {
 			n = *s.Spec.Replicas
 		}
 		for i := range n {
-			pods = append(pods, instance{fmt.Sprintf("%s-%d", s.Name, i), s.Spec.Template.Spec, fmt.Sprint(i)})
+			pods = append(pods, instance{fmt.Sprintf("%s-%d", s.Name, i), s.Spec.Template.Spec, strconv.FormatInt(int64(i), 10)})
 		}
 	}
 	for _, d := range r.DaemonSets {

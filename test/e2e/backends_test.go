@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func TestGatewayBackendsList(t *testing.T) {
 	mesh := e2e.NewSink(t, otlpfixture.SinkOptions{})
 
 	g := newGatewayEnv(t, def, nil)
-	env := append(g.env,
+	env := append(slices.Clone(g.env),
 		"SSL_CERT_FILE="+publicCAFile,
 		"OTEL_EXPORTER_CORP_AUTHORIZATION="+corpSecret,
 		"OTEL_EXPORTER_DATADOG_DD_API_KEY="+datadogSecret,
@@ -79,7 +80,7 @@ func TestGatewayBackendsList(t *testing.T) {
 	// The safety rules apply to the expansion: the same plaintext backend under a
 	// name that does not say so is refused.
 	bad := e2e.WriteConfig(t, listBackends(corp, datadog.HTTPAddr, mesh.HTTPAddr, "mesh"))
-	badEnv := append(env, "OTEL_EXPORTER_MESH_X_SCOPE_ORGID="+meshTenant)
+	badEnv := append(slices.Clone(env), "OTEL_EXPORTER_MESH_X_SCOPE_ORGID="+meshTenant)
 	if out, code := e2e.Run(t, 2*time.Minute, badEnv, "validate", "--config", gatewayConfig("gateway.yaml"), "--config", plain, "--config", bad); code == 0 ||
 		!strings.Contains(out, "exporters::otlp_http_wire/mesh: plaintext connection") {
 		t.Fatalf("validate with a plaintext backend not named plaintext-*: exit %d, want a refusal naming it:\n%s", code, out)

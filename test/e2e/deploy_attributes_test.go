@@ -15,6 +15,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -238,12 +240,12 @@ func startAttributesAgentTo(t *testing.T, c *cluster, gateway string) *attribute
 	ag := &attributesAgent{}
 	aCA, aCert, aKey := c.tlsFiles(t, "agent-gateway")
 	ag.grpcPort, ag.httpPort, ag.metricsPort = e2e.FreePort(t), e2e.FreePort(t), e2e.FreePort(t)
-	aEnv := append(agentEnvBase, agentEnv(t, manifest.Dir("overlays", "aks"), map[string]string{
+	aEnv := append(slices.Clone(agentEnvBase), agentEnv(t, manifest.Dir("overlays", "aks"), map[string]string{
 		"MY_POD_IP":               "127.0.0.1",
-		"RELAY_OTLP_GRPC_PORT":    fmt.Sprint(ag.grpcPort),
-		"RELAY_OTLP_HTTP_PORT":    fmt.Sprint(ag.httpPort),
-		"RELAY_HEALTH_PORT":       fmt.Sprint(e2e.FreePort(t)),
-		"RELAY_METRICS_PORT":      fmt.Sprint(ag.metricsPort),
+		"RELAY_OTLP_GRPC_PORT":    strconv.Itoa(ag.grpcPort),
+		"RELAY_OTLP_HTTP_PORT":    strconv.Itoa(ag.httpPort),
+		"RELAY_HEALTH_PORT":       strconv.Itoa(e2e.FreePort(t)),
+		"RELAY_METRICS_PORT":      strconv.Itoa(ag.metricsPort),
 		"K8S_NODE_NAME":           c.node,
 		"K8S_NODE_IP":             e2e.FreeLoopbackIP(t), // no kubelet here: scrapes fail, logs still flow
 		"OTELCOL_RELAY_GATEWAY":   gateway,

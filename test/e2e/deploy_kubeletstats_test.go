@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -147,10 +148,10 @@ func TestKubeKubeletStats(t *testing.T) {
 		aCA, aCert, aKey := c.tlsFiles(t, "agent-gateway")
 		env := append(c.k.InCluster(t, token), agentEnv(t, overlayDir, map[string]string{
 			"MY_POD_IP":               "127.0.0.1",
-			"RELAY_OTLP_GRPC_PORT":    fmt.Sprint(e2e.FreePort(t)),
-			"RELAY_OTLP_HTTP_PORT":    fmt.Sprint(e2e.FreePort(t)),
-			"RELAY_HEALTH_PORT":       fmt.Sprint(e2e.FreePort(t)),
-			"RELAY_METRICS_PORT":      fmt.Sprint(e2e.FreePort(t)),
+			"RELAY_OTLP_GRPC_PORT":    strconv.Itoa(e2e.FreePort(t)),
+			"RELAY_OTLP_HTTP_PORT":    strconv.Itoa(e2e.FreePort(t)),
+			"RELAY_HEALTH_PORT":       strconv.Itoa(e2e.FreePort(t)),
+			"RELAY_METRICS_PORT":      strconv.Itoa(e2e.FreePort(t)),
 			"K8S_NODE_NAME":           c.node,
 			"K8S_NODE_IP":             nodeIP,
 			"OTELCOL_RELAY_GATEWAY":   sink.GRPCAddr,

@@ -5,7 +5,6 @@
 package e2e_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -76,7 +75,7 @@ func TestFederationBackendOutageQueueFull(t *testing.T) {
 		gaps = append(gaps, during[i].Sub(during[i-1]).Round(100*time.Millisecond).String())
 	}
 	t.Logf("scrapes of the outage that arrived: %d, spaced %v; then nothing until %s after the outage began",
-		len(during), gaps, fmt.Sprint(recovered.Sub(outage).Round(100*time.Millisecond)))
+		len(during), gaps, recovered.Sub(outage).Round(100*time.Millisecond).String())
 	n := len(f.scrapeTimes())
 	if !otlpfixture.WaitFor(time.Minute, func() bool { return len(f.scrapeTimes()) >= n+2 }) {
 		t.Error("federation did not resume after the backend came back")

@@ -123,7 +123,7 @@ func federatedSeries(t *testing.T, prom *e2e.Prometheus) map[string]bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, prom.URL+"/federate?match[]="+url.QueryEscape(`{__name__=~".+"}`), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, prom.URL+"/federate?match[]="+url.QueryEscape(`{__name__=~".+"}`), http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}

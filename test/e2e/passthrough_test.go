@@ -5,6 +5,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -217,7 +218,7 @@ func TestMetricsArriveUnchanged(t *testing.T) {
 					// timestamps, attributes, bounds and bucket counts at once.
 					gotJSON, _ := (&pmetric.JSONMarshaler{}).MarshalMetrics(single(m))
 					wantJSON, _ := (&pmetric.JSONMarshaler{}).MarshalMetrics(single(w))
-					if string(gotJSON) != string(wantJSON) {
+					if !bytes.Equal(gotJSON, wantJSON) {
 						t.Errorf("%s %s:\n got %s\nwant %s", variant.Str(), m.Name(), gotJSON, wantJSON)
 					}
 				}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -258,5 +257,5 @@ func trim(b []byte) string {
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}
-	return fmt.Sprintf("%s", s)
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,7 +61,7 @@ func backend() error {
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return fmt.Errorf("CA_FILE: no certificate in it")
+		return errors.New("CA_FILE: no certificate in it")
 	}
 	cert, err := tls.LoadX509KeyPair(envOr("CERT_FILE", "/tls/tls.crt"), envOr("KEY_FILE", "/tls/tls.key"))
 	if err != nil {
