@@ -72,7 +72,7 @@ func backend() error {
 	otlp.HandleFunc("/v1/logs", s.outage(s.handleLogs))
 	otlp.HandleFunc("/v1/metrics", s.handleMetrics)
 	otlp.HandleFunc("/v1/traces", func(_ http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
-	srv := &http.Server{Addr: ":4318", Handler: otlp, TLSConfig: &tls.Config{
+	srv := &http.Server{Addr: ":4318", Handler: otlp, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{
 		Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
 	}}
 	status := http.NewServeMux()
@@ -105,7 +105,9 @@ func backend() error {
 	status.HandleFunc("/down", func(_ http.ResponseWriter, r *http.Request) {
 		s.down.Store(r.URL.Query().Get("on") == "true")
 	})
-	go func() { _ = http.ListenAndServe(":8080", status) }()
+	go func() {
+		_ = (&http.Server{Addr: ":8080", Handler: status, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+	}()
 	go func() {
 		if err := s.serveGRPC(srv.TLSConfig); err != nil {
 			fmt.Fprintln(os.Stderr, "backend: gRPC:", err)

@@ -105,7 +105,9 @@ func load() error {
 	})
 	// Stop handing out numbers; the chunks in flight are still retried to the end.
 	http.HandleFunc("/stop", func(_ http.ResponseWriter, _ *http.Request) { l.stopped.Store(true) })
-	go func() { _ = http.ListenAndServe(":2020", nil) }()
+	go func() {
+		_ = (&http.Server{Addr: ":2020", ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+	}()
 
 	chunks := make(chan int64) // first number of each chunk, paced by the rate
 	go l.pace(chunks)

@@ -79,7 +79,9 @@ func send() error {
 		defer s.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(s.stats)
 	})
-	go func() { _ = http.ListenAndServe(":2020", nil) }()
+	go func() {
+		_ = (&http.Server{Addr: ":2020", ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+	}()
 	glob := envOr("TAIL_PATH", "/var/log/containers/*.log")
 	for {
 		files, _ := filepath.Glob(glob)
