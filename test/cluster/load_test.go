@@ -102,12 +102,12 @@ func (l *load) setRate(t *testing.T, perSecond int) {
 // finish stops the sender, waits until every chunk it handed out is acknowledged
 // (it retries without limit) and the backend has every number, and returns both
 // counts. A number the sender had acknowledged and the backend never got is lost.
-func (l *load) finish(t *testing.T, backendIP string, budget time.Duration) (loadStatus, seqCount) {
+func (l *load) finish(t *testing.T, backendIP string) (loadStatus, seqCount) {
 	t.Helper()
-	st := l.stop(t, "load", budget)
+	st := l.stop(t, "load", readyBudget)
 	var sc seqCount
 	var stable int
-	eventually(t, "load "+l.run+": the backend has every number", budget, func() string {
+	eventually(t, "load "+l.run+": the backend has every number", readyBudget, func() string {
 		if err := getJSON(fmt.Sprintf("http://%s:8080/seq?run=%s&upto=%d", backendIP, l.run, st.Assigned), &sc); err != nil {
 			return err.Error()
 		}
@@ -116,7 +116,8 @@ func (l *load) finish(t *testing.T, backendIP string, budget time.Duration) (loa
 			return fmt.Sprintf("%+v", sc)
 		}
 		// Duplicates may still be arriving from queues being retried: settle.
-		if stable++; stable < 3 {
+		stable++
+		if stable < 3 {
 			return "settling"
 		}
 		return ""
@@ -168,10 +169,10 @@ func relayPods(t *testing.T) map[string]relayPod {
 }
 
 // waitRelays waits until exactly n relay pods exist, each Ready, and returns them.
-func waitRelays(t *testing.T, n int, budget time.Duration) map[string]relayPod {
+func waitRelays(t *testing.T, n int) map[string]relayPod {
 	t.Helper()
 	var pods map[string]relayPod
-	eventually(t, fmt.Sprintf("%d relay pods Ready", n), budget, func() string {
+	eventually(t, fmt.Sprintf("%d relay pods Ready", n), readyBudget, func() string {
 		pods = relayPods(t)
 		ready := 0
 		for _, p := range pods {

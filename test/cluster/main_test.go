@@ -102,7 +102,7 @@ func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if err != nil {
-		return out.String(), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, errb.String())
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errb.String())
 	}
 	return out.String(), nil
 }
@@ -133,7 +133,7 @@ func sh(t *testing.T, dir string, env []string, script string) {
 // eventually polls cond every second until it returns "" or the budget is spent,
 // then fails with the last reason. The budgets are bounds for a loaded machine, not
 // measurements: the test logs how long each wait took.
-func eventually(t *testing.T, what string, budget time.Duration, cond func() string) time.Duration {
+func eventually(t *testing.T, what string, budget time.Duration, cond func() string) {
 	t.Helper()
 	start := time.Now()
 	var why string
@@ -141,10 +141,9 @@ func eventually(t *testing.T, what string, budget time.Duration, cond func() str
 		if why = cond(); why == "" {
 			took := time.Since(start).Round(100 * time.Millisecond)
 			t.Logf("%s after %s", what, took)
-			return took
+			return
 		}
 		time.Sleep(time.Second)
 	}
 	t.Fatalf("%s: not within %s: %s", what, budget, why)
-	return 0
 }

@@ -20,11 +20,12 @@ type probe struct{ ns, name, labels string }
 // relay's Service.
 func startProbe(t *testing.T, ns, name, labels string, addrs ...string) probe {
 	t.Helper()
-	args := `["probe"`
+	var args strings.Builder
+	args.WriteString(`["probe"`)
 	for _, a := range addrs {
-		args += `, "` + a + `"`
+		args.WriteString(`, "` + a + `"`)
 	}
-	args += "]"
+	args.WriteString("]")
 	mustKubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %s, namespace: %s, labels: {%s}}
@@ -36,7 +37,7 @@ spec:
     imagePullPolicy: Never
     args: %s
     readinessProbe: {tcpSocket: {port: 1}, periodSeconds: 30}
-`, name, ns, labels, args), "apply", "--server-side", "-f", "-")
+`, name, ns, labels, args.String()), "apply", "--server-side", "-f", "-")
 	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", ns, "delete", "pod", name, "--wait=false") })
 	return probe{ns, name, labels}
 }

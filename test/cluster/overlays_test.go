@@ -26,7 +26,7 @@ import (
 // going back to the manifests does.
 func TestExampleBackendOverlay(t *testing.T) {
 	p := install(t)
-	waitRelays(t, 2, readyBudget)
+	waitRelays(t, 2)
 	backendIP := podIP(t, backendNS, "app=backend")
 
 	client := p.backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay-example"})
@@ -45,12 +45,12 @@ func TestExampleBackendOverlay(t *testing.T) {
 	t.Cleanup(func() { restoreInstall(t) })
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
-	waitRelays(t, 2, readyBudget)
+	waitRelays(t, 2)
 	t.Logf("example-backend applied over the aks install and rolled out in %s", time.Since(start).Round(time.Second))
 
 	l := startLoad(t, "example", 1000, 2)
 	time.Sleep(5 * time.Second)
-	st, sc := l.finish(t, backendIP, readyBudget)
+	st, sc := l.finish(t, backendIP)
 	if sc.Missing != 0 {
 		t.Errorf("default backend: %d acknowledged records missing (first: %v)", sc.Missing, sc.FirstMissing)
 	}

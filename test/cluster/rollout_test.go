@@ -24,7 +24,7 @@ import (
 // this one left: a change to the same value would roll nothing.
 func TestRollingUpgrade(t *testing.T) {
 	install(t)
-	waitRelays(t, 2, readyBudget)
+	waitRelays(t, 2)
 	backendIP := podIP(t, backendNS, "app=backend")
 	l := startLoad(t, "rollout", 2000, 4)
 	time.Sleep(5 * time.Second)
@@ -51,7 +51,7 @@ func TestRollingUpgrade(t *testing.T) {
 		mustKubectl(t, "", "-n", relayNS, "set", "image", "statefulset/otelcol-relay", "otelcol-relay="+image)
 	})
 
-	_, sc := l.finish(t, backendIP, readyBudget)
+	_, sc := l.finish(t, backendIP)
 	if sc.Missing != 0 {
 		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
 	}
@@ -62,7 +62,7 @@ func TestRollingUpgrade(t *testing.T) {
 // that every pod was replaced and that each old one drained and exited 0.
 func rollout(t *testing.T, what string, change func()) {
 	t.Helper()
-	before := waitRelays(t, 2, readyBudget)
+	before := waitRelays(t, 2)
 	ends := map[string]*podEnd{}
 	for name := range before {
 		ends[name] = watchEnd(t, name)
@@ -71,7 +71,7 @@ func rollout(t *testing.T, what string, change func()) {
 	change()
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
 	took := time.Since(start)
-	after := waitRelays(t, 2, readyBudget)
+	after := waitRelays(t, 2)
 	grace := stsField(t, "{.spec.template.spec.terminationGracePeriodSeconds}")
 	t.Logf("%s: rolled out over %d pods in %s (terminationGracePeriodSeconds %s per pod)", what, len(after), took.Round(time.Second), grace)
 	for name, p := range after {
@@ -111,7 +111,7 @@ func queuesEmpty(t *testing.T) {
 // and counted; missing numbers are not.
 func TestRelayPodKilled(t *testing.T) {
 	install(t)
-	before := waitRelays(t, 2, readyBudget)
+	before := waitRelays(t, 2)
 	backendIP := podIP(t, backendNS, "app=backend")
 	l := startLoad(t, "kill", 2000, 4)
 	time.Sleep(10 * time.Second)
@@ -125,7 +125,7 @@ func TestRelayPodKilled(t *testing.T) {
 		return ""
 	})
 	t.Logf("otelcol-relay-0 replaced and Ready %s after the forced delete", time.Since(start).Round(time.Second))
-	_, sc := l.finish(t, backendIP, readyBudget)
+	_, sc := l.finish(t, backendIP)
 	if sc.Missing != 0 {
 		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
 	}

@@ -29,7 +29,7 @@ import (
 func TestBackendCertificateRotation(t *testing.T) {
 	p := install(t)
 	relayEnv(t, "RELAY_OTLP_TLS_RELOAD_INTERVAL=10s")
-	waitRelays(t, 2, readyBudget)
+	waitRelays(t, 2)
 	backendIP := podIP(t, backendNS, "app=backend")
 	containers := containerIDs(t)
 	reloads := certwatchReloads(t)
@@ -90,7 +90,7 @@ kubectl -n $NS create secret tls otelcol-relay-receiver-tls --cert=gw.crt --key=
 			t.Errorf("pod %s: container %s, before the rotation %s: restarted", n, id, containers[n])
 		}
 	}
-	_, sc := l.finish(t, backendIP, readyBudget)
+	_, sc := l.finish(t, backendIP)
 	if sc.Missing != 0 {
 		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
 	}

@@ -38,7 +38,7 @@ const scaleOutRate = 12000
 // Every number the sender had acknowledged reaches the backend.
 func TestScaleOutAndIn(t *testing.T) {
 	install(t)
-	waitRelays(t, 2, readyBudget)
+	waitRelays(t, 2)
 	backendIP := podIP(t, backendNS, "app=backend")
 	t.Cleanup(func() { scaleTo(t, 2) })
 
@@ -101,7 +101,7 @@ func TestScaleOutAndIn(t *testing.T) {
 	}
 	inStart := time.Now()
 	setHPA(t, 2, 2)
-	waitRelays(t, 2, readyBudget)
+	waitRelays(t, 2)
 	t.Logf("scaled in to 2 replicas in %s", time.Since(inStart).Round(time.Second))
 	for name, e := range removed {
 		e.check(t, name, 120*time.Second)
@@ -113,7 +113,7 @@ func TestScaleOutAndIn(t *testing.T) {
 			t.Errorf("volume queue-%s kept %d queue items after its pod drained with the backend up: stranded", name, n)
 		}
 	}
-	_, sc := l.finish(t, backendIP, readyBudget)
+	_, sc := l.finish(t, backendIP)
 	if sc.Missing != 0 {
 		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
 	}
@@ -134,7 +134,7 @@ func stsField(t *testing.T, jsonpath string) string {
 func scaleTo(t *testing.T, n int) {
 	t.Helper()
 	setHPA(t, 2, n)
-	waitRelays(t, n, readyBudget)
+	waitRelays(t, n)
 	setHPA(t, 2, 10)
 }
 

@@ -34,7 +34,7 @@ const drainTimeout = "RELAY_DRAIN_TIMEOUT=30s"
 func TestScaleInBackendDown(t *testing.T) {
 	install(t)
 	relayEnv(t, drainTimeout)
-	waitRelays(t, 2, readyBudget)
+	waitRelays(t, 2)
 	backendIP := podIP(t, backendNS, "app=backend")
 	prom := startPrometheus(t)
 	t.Cleanup(func() {
@@ -43,7 +43,7 @@ func TestScaleInBackendDown(t *testing.T) {
 	})
 
 	setHPA(t, 3, 10) // below minReplicas the HPA scales up at once
-	waitRelays(t, 3, readyBudget)
+	waitRelays(t, 3)
 	if err := getJSON("http://"+backendIP+":8080/down?on=true", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestScaleInBackendDown(t *testing.T) {
 	end := watchEnd(t, "otelcol-relay-2")
 	start := time.Now()
 	setHPA(t, 2, 2)
-	waitRelays(t, 2, readyBudget)
+	waitRelays(t, 2)
 	t.Logf("otelcol-relay-2 removed %s after the scale-in, backend down", time.Since(start).Round(time.Second))
 	end.wait()
 	end.mu.Lock()
@@ -89,8 +89,8 @@ func TestScaleInBackendDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	setHPA(t, 3, 10)
-	waitRelays(t, 3, readyBudget)
-	_, sc := l.finish(t, backendIP, readyBudget)
+	waitRelays(t, 3)
+	_, sc := l.finish(t, backendIP)
 	if sc.Missing != 0 {
 		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
 	}

@@ -92,10 +92,10 @@ func TestDeployMonitoringCoversRelayAndFederation(t *testing.T) {
 		if tg.port != 8888 {
 			t.Errorf("%s: %s scrapes port %d, the collector serves its metrics on 8888", sts.Name, tg.by, tg.port)
 		}
-		if !ingressAllowed(t, pols, pod, prometheus, corev1.ProtocolTCP, tg.port) {
+		if !ingressAllowed(t, pols, pod, prometheus, tg.port) {
 			t.Errorf("%s: the NetworkPolicies do not let Prometheus reach :%d; the scrape would report up=0", sts.Name, tg.port)
 		}
-		if ingressAllowed(t, pols, pod, other, corev1.ProtocolTCP, tg.port) {
+		if ingressAllowed(t, pols, pod, other, tg.port) {
 			t.Errorf("%s: :%d is open to any pod", sts.Name, tg.port)
 		}
 	}

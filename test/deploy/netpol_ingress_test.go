@@ -7,8 +7,6 @@ package deploy_test
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
@@ -31,7 +29,7 @@ func TestDeployGatewayIngressByNamespace(t *testing.T) {
 		{peer{name: "a pod in payments labelled as an agent", ip: "10.244.1.8", podLabels: agentPod, nsLabs: ns("payments")}, false},
 	} {
 		for _, port := range []int32{4317, 4318} {
-			if got := ingressAllowed(t, pols, gatewayPod, tc.src, corev1.ProtocolTCP, port); got != tc.want {
+			if got := ingressAllowed(t, pols, gatewayPod, tc.src, port); got != tc.want {
 				t.Errorf("%s may send to the relay's port %d: %v, want %v", tc.src.name, port, got, tc.want)
 			}
 		}

@@ -77,10 +77,10 @@ func TestDeployAgentNetworkPolicy(t *testing.T) {
 	app := peer{name: "an application pod", ip: "10.244.3.7", podLabels: map[string]string{"app": "checkout"}, nsLabs: map[string]string{"kubernetes.io/metadata.name": "payments"}}
 	node := peer{name: "a node address (hostNetwork)", ip: "10.0.1.4"}
 	for _, port := range []int32{4317, 4318} {
-		if !ingressAllowed(t, pols, agentPod, app, corev1.ProtocolTCP, port) {
+		if !ingressAllowed(t, pols, agentPod, app, port) {
 			t.Errorf("an application pod cannot send OTLP to the agent on %d", port)
 		}
-		if ingressAllowed(t, pols, agentPod, node, corev1.ProtocolTCP, port) {
+		if ingressAllowed(t, pols, agentPod, node, port) {
 			t.Errorf("a node address may send OTLP to the agent on %d: its identity would be the node's", port)
 		}
 	}
@@ -88,7 +88,7 @@ func TestDeployAgentNetworkPolicy(t *testing.T) {
 	if !egressAllowed(t, pols, agentPod, gw, corev1.ProtocolTCP, 4317) {
 		t.Error("the agent cannot reach the gateway on 4317")
 	}
-	if ingressAllowed(t, pols, agentPod, app, corev1.ProtocolTCP, 8888) {
+	if ingressAllowed(t, pols, agentPod, app, 8888) {
 		t.Error("the agent's metrics port is open to every pod")
 	}
 }
@@ -208,11 +208,13 @@ func egressAllowed(t *testing.T, pols []networkingv1.NetworkPolicy, pod map[stri
 	})
 }
 
-func ingressAllowed(t *testing.T, pols []networkingv1.NetworkPolicy, pod map[string]string, src peer, proto corev1.Protocol, port int32) bool {
+// ingressAllowed is whether src may reach pod's TCP port (every ingress the
+// policies name is TCP).
+func ingressAllowed(t *testing.T, pols []networkingv1.NetworkPolicy, pod map[string]string, src peer, port int32) bool {
 	t.Helper()
 	return allowed(t, pols, pod, networkingv1.PolicyTypeIngress, func(p networkingv1.NetworkPolicy) bool {
 		return slices.ContainsFunc(p.Spec.Ingress, func(r networkingv1.NetworkPolicyIngressRule) bool {
-			return peersMatch(t, r.From, src) && portMatches(r.Ports, proto, port)
+			return peersMatch(t, r.From, src) && portMatches(r.Ports, corev1.ProtocolTCP, port)
 		})
 	})
 }

@@ -38,7 +38,7 @@ func main() {
 	case "backend":
 		err = backend()
 	case "probe":
-		err = probe(os.Args[2:])
+		probe(os.Args[2:]) // blocks until SIGTERM
 	default:
 		err = fmt.Errorf("unknown role %q (lines, send, load, backend, probe)", os.Args[1])
 	}
@@ -77,7 +77,7 @@ func lines() error {
 // read. A NetworkPolicy controller programs a new pod's rules some seconds after
 // the pod starts (kube-router on its pod watch): the first dial would judge the
 // state before the policy applies to this pod.
-func probe(addrs []string) error {
+func probe(addrs []string) {
 	// The addresses settle side by side: a policy applies to the pod, not per address.
 	outcomes := make([]string, len(addrs))
 	var wg sync.WaitGroup
@@ -92,7 +92,6 @@ func probe(addrs []string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
-	return nil
 }
 
 // settledDial dials a every second until its outcome ("OK a" or "FAIL a: why") has
