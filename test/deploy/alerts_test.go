@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -208,12 +209,12 @@ func scrapeFamilies(t *testing.T, url string) map[string]map[string]bool {
 		if err != nil {
 			t.Fatalf("metrics endpoint line %q: %v", line, err)
 		}
-		name := m.Get(labels.MetricName)
+		name := m.Get(model.MetricNameLabel)
 		if out[name] == nil {
 			out[name] = map[string]bool{}
 		}
 		m.Range(func(l labels.Label) {
-			if l.Name != labels.MetricName {
+			if l.Name != model.MetricNameLabel {
 				out[name][l.Name] = true
 			}
 		})
@@ -339,7 +340,7 @@ func checkNamesServed(t *testing.T, what, expr string, served map[string]map[str
 				return nil
 			}
 			for _, m := range vs.LabelMatchers {
-				if m.Name != labels.MetricName && !lbls[m.Name] && !scrapeLabels[m.Name] {
+				if m.Name != model.MetricNameLabel && !lbls[m.Name] && !scrapeLabels[m.Name] {
 					t.Errorf("%s matches label %s on %s, which has labels %v", what, m.Name, vs.Name, sortedKeys(lbls))
 				}
 			}
@@ -365,14 +366,14 @@ func checkNamesServed(t *testing.T, what, expr string, served map[string]map[str
 
 func checkLabelsServed(t *testing.T, what string, m labels.Labels, served map[string]map[string]bool) {
 	t.Helper()
-	name := m.Get(labels.MetricName)
+	name := m.Get(model.MetricNameLabel)
 	lbls, ok := served[name]
 	if !ok {
 		t.Errorf("%s: the binary does not serve %s", what, name)
 		return
 	}
 	m.Range(func(l labels.Label) {
-		if l.Name != labels.MetricName && !lbls[l.Name] && !scrapeLabels[l.Name] {
+		if l.Name != model.MetricNameLabel && !lbls[l.Name] && !scrapeLabels[l.Name] {
 			t.Errorf("%s: label %s is not on the served %s (it has %v)", what, l.Name, name, sortedKeys(lbls))
 		}
 	})
