@@ -49,7 +49,8 @@ func getJSON(url string, v any) error {
 // with the Deployment's and the node's names.
 func TestLogsEndToEnd(t *testing.T) {
 	install(t)
-	mustKubectl(t, "", "create", "namespace", appNS)
+	// Applied, not created: TestAgentAssociatesByConnection may have made it first.
+	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+appNS+"}\n", "apply", "--server-side", "-f", "-")
 	// The install (deploy/README.md's commands) made namespace logging and what
 	// fluent-bit's DaemonSet mounts there: ConfigMap otelcol-relay-ca and Secret
 	// otelcol-relay-fluent-bit-tls. The sender mounts the same.
