@@ -49,14 +49,11 @@ func getJSON(url string, v any) error {
 // with the Deployment's and the node's names.
 func TestLogsEndToEnd(t *testing.T) {
 	install(t)
-	// Applied, not created: TestAgentAssociatesByConnection may have made it first.
-	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+appNS+"}\n", "apply", "--server-side", "-f", "-")
+	applyAppNamespace(t)
 	// The install (deploy/README.md's commands) made namespace logging and what
 	// fluent-bit's DaemonSet mounts there: ConfigMap otelcol-relay-ca and Secret
 	// otelcol-relay-fluent-bit-tls. The sender mounts the same.
-	for _, ns := range []string{appNS, loggingNS} {
-		mustKubectl(t, "", "label", "--overwrite", "namespace", ns, "otelcol-relay-cluster-test=true")
-	}
+	mustKubectl(t, "", "label", "--overwrite", "namespace", loggingNS, "otelcol-relay-cluster-test=true")
 	mustKubectl(t, toolDeployment("lines", appNS, "lines", fmt.Sprintf(`
         env: [{name: LINES, value: "%d"}, {name: LINES_PER_SECOND, value: "300"}]`, lineCount)),
 		"apply", "--server-side", "-f", "-")

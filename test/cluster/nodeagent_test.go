@@ -26,8 +26,6 @@ import (
 func TestAgentAssociatesByConnection(t *testing.T) {
 	install(t)
 	backendIP := podIP(t, backendNS, "app=backend")
-	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+appNS+", labels: {otelcol-relay-cluster-test: \"true\"}}\n",
-		"apply", "--server-side", "-f", "-")
 	podIP(t, relayNS, "app.kubernetes.io/component=agent")
 
 	svc := startApp(t, "via-service", "http://otelcol-relay-agent."+relayNS+".svc:4318/v1/logs", 100)
@@ -131,6 +129,7 @@ func TestAgentRestartUnderLoad(t *testing.T) {
 // records "app <run> <n>" as plain OTLP/HTTP to url at rate records/s, naming no pod.
 func startApp(t *testing.T, run, url string, rate int) *load {
 	t.Helper()
+	applyAppNamespace(t)
 	mustKubectl(t, toolDeployment("app-"+run, appNS, "load", fmt.Sprintf(`
         env:
         - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
@@ -173,4 +172,12 @@ func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 		return ""
 	})
 	return recs
+}
+
+// applyAppNamespace makes appNS, labelled as the backend's NetworkPolicy admits, for
+// whichever test runs first: applied, not created, so any order works.
+func applyAppNamespace(t *testing.T) {
+	t.Helper()
+	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+appNS+", labels: {otelcol-relay-cluster-test: \"true\"}}\n",
+		"apply", "--server-side", "-f", "-")
 }
