@@ -47,7 +47,13 @@ func TestKubeletStatsFromRealKubelet(t *testing.T) {
 	install(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 	want := relayNS + "/otelcol-relay-0"
+	// The backend keeps the last sample of each series for the whole package run:
+	// each check starts from nothing, so samples an earlier test's agent sent do not
+	// pass it.
 	check := func(what string) {
+		if err := getJSON("http://"+backendIP+":8080/metrics/reset", nil); err != nil {
+			t.Fatal(err)
+		}
 		eventually(t, what, readyBudget, func() string {
 			got, err := podMetrics(t, backendIP)
 			if err != nil {
@@ -74,9 +80,6 @@ func TestKubeletStatsFromRealKubelet(t *testing.T) {
 	t.Cleanup(func() { restoreInstall(t) })
 	mustKubectl(t, "", "-n", relayNS, "set", "env", "daemonset/otelcol-relay-agent", "KUBELET_INSECURE_SKIP_VERIFY=false")
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
-	if err := getJSON("http://"+backendIP+":8080/metrics/reset", nil); err != nil {
-		t.Fatal(err)
-	}
 	check("kubelet_stats verifying the kubelet's certificate (the base's setting)")
 	logs, _ := kubectl(t, "", "-n", relayNS, "logs", "daemonset/otelcol-relay-agent")
 	if strings.Contains(logs, "x509") {

@@ -49,7 +49,7 @@ func getJSON(url string, v any) error {
 // with the Deployment's and the node's names.
 func TestLogsEndToEnd(t *testing.T) {
 	install(t)
-	applyAppNamespace(t)
+	applyTestNamespace(t, appNS)
 	// The install (deploy/README.md's commands) made namespace logging and what
 	// fluent-bit's DaemonSet mounts there: ConfigMap otelcol-relay-ca and Secret
 	// otelcol-relay-fluent-bit-tls. The sender mounts the same.
@@ -63,7 +63,7 @@ kind: Pod
 metadata:
   name: log-sender
   namespace: %s
-  labels: {app.kubernetes.io/name: fluent-bit}
+  labels: {app.kubernetes.io/name: fluent-bit, otelcol-relay-test: log-sender}
 spec:
   containers:
   - name: send
@@ -84,7 +84,13 @@ spec:
       - configMap: {name: otelcol-relay-ca, items: [{key: ca.crt, path: ca.crt}]}
       - secret: {name: otelcol-relay-fluent-bit-tls, items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]}
 `, loggingNS, appNS), "apply", "--server-side", "-f", "-")
-	senderIP := podIP(t, loggingNS, "app.kubernetes.io/name=fluent-bit")
+	// Not by the fluent-bit label alone: a load pod of an earlier test may still be
+	// terminating with it.
+	senderIP := podIP(t, loggingNS, "otelcol-relay-test=log-sender")
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "-n", loggingNS, "delete", "pod", "log-sender", "--wait=false")
+		_, _ = kubectl(t, "", "-n", appNS, "delete", "deployment", "lines", "--wait=false")
+	})
 	backendIP := podIP(t, backendNS, "app=backend")
 
 	start := time.Now()

@@ -91,8 +91,7 @@ func TestNetworkPolicyEnforced(t *testing.T) {
 		}
 		return ""
 	})
-	mustKubectl(t, "", "create", "namespace", "otelcol-relay-np")
-	mustKubectl(t, "", "label", "namespace", "otelcol-relay-np", "otelcol-relay-cluster-test=true")
+	applyTestNamespace(t, "otelcol-relay-np")
 
 	// fluent-bit is admitted from its own namespace only (deploy/fluent-bit's
 	// logging, which the install made): the label alone is anyone's to set.

@@ -129,7 +129,7 @@ func TestAgentRestartUnderLoad(t *testing.T) {
 // records "app <run> <n>" as plain OTLP/HTTP to url at rate records/s, naming no pod.
 func startApp(t *testing.T, run, url string, rate int) *load {
 	t.Helper()
-	applyAppNamespace(t)
+	applyTestNamespace(t, appNS)
 	mustKubectl(t, toolDeployment("app-"+run, appNS, "load", fmt.Sprintf(`
         env:
         - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
@@ -174,10 +174,10 @@ func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 	return recs
 }
 
-// applyAppNamespace makes appNS, labelled as the backend's NetworkPolicy admits, for
-// whichever test runs first: applied, not created, so any order works.
-func applyAppNamespace(t *testing.T) {
+// applyTestNamespace makes namespace ns, labelled as the backend's NetworkPolicy
+// admits, for whichever test runs first: applied, not created, so any order works.
+func applyTestNamespace(t *testing.T, ns string) {
 	t.Helper()
-	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+appNS+", labels: {otelcol-relay-cluster-test: \"true\"}}\n",
+	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+", labels: {otelcol-relay-cluster-test: \"true\"}}\n",
 		"apply", "--server-side", "-f", "-")
 }
