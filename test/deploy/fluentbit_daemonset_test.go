@@ -10,6 +10,7 @@ package deploy_test
 // kubernetes filter asks of the API server.
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path"
@@ -176,6 +177,35 @@ func TestDeployFluentBitHelmValues(t *testing.T) {
 		}},
 	}
 	checkFluentBitPod(t, r, spec)
+	// The chart's pod mounts the client key as the DaemonSet does: without a
+	// defaultMode its files are 0644, readable by every user in the container.
+	for _, hv := range spec.Volumes {
+		mode, holds := secretVolumeMode(hv)
+		if !holds {
+			continue
+		}
+		i := slices.IndexFunc(ds.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == hv.Name })
+		if i < 0 {
+			t.Errorf("Helm values volume %s holds a Secret the DaemonSet has no volume for", hv.Name)
+			continue
+		}
+		want, _ := secretVolumeMode(ds.Spec.Template.Spec.Volumes[i])
+		switch {
+		case mode == nil:
+			t.Errorf("Helm values volume %s has no defaultMode, so its key is 0644; the DaemonSet's is %s", hv.Name, octal(want))
+		case want == nil || *mode != *want:
+			t.Errorf("Helm values volume %s has defaultMode %s, the DaemonSet's %s", hv.Name, octal(mode), octal(want))
+		case *mode&^secretModeMax != 0:
+			t.Errorf("Helm values volume %s: defaultMode %s grants more than %#o", hv.Name, octal(mode), secretModeMax)
+		}
+	}
+}
+
+func octal(m *int32) string {
+	if m == nil {
+		return "unset (0644)"
+	}
+	return fmt.Sprintf("%#o", *m)
 }
 
 // certManagerSecret is the secretName of the cert-manager component's
