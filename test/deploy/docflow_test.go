@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build deploy
+
+package deploy_test
+
+// What the docs say about the data flow, against the manifests that make it.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+)
+
+// userDocs are the tracked Markdown files a user reads; docs/decisions keep the
+// alternatives that were turned down, in their own words.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("git", "ls-files", "*.md")
+	cmd.Dir = e2e.RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	var docs []string
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "docs/decisions/") || strings.HasPrefix(f, "bench/results/") || strings.HasPrefix(f, "CHANGELOG") {
+			continue
+		}
+		docs = append(docs, f)
+	}
+	return docs
+}
+
+func readDoc(t *testing.T, doc string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(e2e.RepoRoot(), doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// drainOnSIGTERM is a line that has the queue drained by SIGTERM.
+var drainOnSIGTERM = regexp.MustCompile(`(?i)\bdrain\w*\b[^.]*\bon SIGTERM\b`)
+
+// TestDeployDrainIsThePreStopHook: the relay drains in its preStop hook, before
+// the kubelet sends SIGTERM; SIGTERM alone stops the receivers and leaves the
+// queue on the volume. The docs say so: the architecture's data flow names the
+// hook, and no user doc has the drain run on SIGTERM.
+func TestDeployDrainIsThePreStopHook(t *testing.T) {
+	sts := manifest.Render(t, manifest.Dir("base")).StatefulSetOf(t, "gateway")
+	c := sts.Spec.Template.Spec.Containers[0]
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.HTTPGet == nil || c.Lifecycle.PreStop.HTTPGet.Path != "/drain" {
+		t.Fatalf("the relay's preStop hook is %+v, not GET /drain: update the docs with it", c.Lifecycle)
+	}
+	if arch := readDoc(t, "docs/architecture.md"); !strings.Contains(arch, "preStop hook (GET /drain)") {
+		t.Error("docs/architecture.md's data flow does not name the preStop hook (GET /drain) that drains the relay")
+	}
+	for _, doc := range userDocs(t) {
+		for i, line := range strings.Split(readDoc(t, doc), "\n") {
+			if drainOnSIGTERM.MatchString(line) {
+				t.Errorf("%s:%d has the drain run on SIGTERM; the preStop hook runs it before SIGTERM: %q", doc, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// TestDeployFederationReachesOnlyTheDefaultBackend: federation's config exports to
+// the default backend alone, also in the tigera overlay, which adds
+// components/backends to the relay; the data flow says so instead of "same
+// backends".
+func TestDeployFederationReachesOnlyTheDefaultBackend(t *testing.T) {
+	r := manifest.Render(t, manifest.Dir("overlays", "tigera"))
+	sts := r.StatefulSetOf(t, "federation")
+	args, _ := podCommand(t, r, sts.Spec.Template.Spec, "0")
+	seen := 0
+	for i, a := range args {
+		if a != "--config" {
+			continue
+		}
+		raw, err := os.ReadFile(args[i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Backends []any `json:"backends"`
+			Service  struct {
+				Pipelines map[string]struct {
+					Exporters []string `json:"exporters"`
+				} `json:"pipelines"`
+			} `json:"service"`
+		}
+		if err := yaml.Unmarshal(raw, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Backends != nil {
+			t.Errorf("federation reads a backends: list (%s): the docs say it reaches the default backend only", filepath.Base(args[i+1]))
+		}
+		for name, p := range cfg.Service.Pipelines {
+			for _, e := range p.Exporters {
+				seen++
+				if !strings.HasSuffix(e, "/default") {
+					t.Errorf("federation pipeline %s exports to %s: the docs say it reaches the default backend only", name, e)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("federation's config has no exporter in a pipeline")
+	}
+	flow := 0
+	for _, l := range strings.Split(readDoc(t, "docs/architecture.md"), "\n") {
+		if !strings.Contains(l, "──/federate──") {
+			continue
+		}
+		flow++
+		if !strings.Contains(l, "default backend only") {
+			t.Errorf("docs/architecture.md's federation flow %q does not say it reaches the default backend only", strings.TrimSpace(l))
+		}
+	}
+	if flow == 0 {
+		t.Error("docs/architecture.md's data flow has no federation line (──/federate──)")
+	}
+}
