@@ -5,6 +5,7 @@
 package deploy_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
@@ -32,6 +33,28 @@ func TestDeployGatewayIngressByNamespace(t *testing.T) {
 			if got := ingressAllowed(t, pols, gatewayPod, tc.src, port); got != tc.want {
 				t.Errorf("%s may send to the relay's port %d: %v, want %v", tc.src.name, port, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestDeployAgentsReachTheRelay: an overlay that ships the node agent admits it at
+// the relay's OTLP port. The tigera overlay replaces the relay's ingress with the
+// operator's collector alone and ships no agent; an agent added to it would be
+// dropped, which deploy/README.md's tigera section must say.
+func TestDeployAgentsReachTheRelay(t *testing.T) {
+	agent := peer{name: "an agent", ip: "10.244.1.6", podLabels: agentPod,
+		nsLabs: map[string]string{"kubernetes.io/metadata.name": "otelcol-relay"}}
+	for _, o := range append([]string{"platform"}, manifest.Overlays()...) {
+		dir := manifest.Dir("overlays", o)
+		admitted := ingressAllowed(t, networkPolicies(t, dir), gatewayPod, agent, 4317)
+		if len(manifest.Render(t, dir).DaemonSets) > 0 {
+			if !admitted {
+				t.Errorf("overlay %s ships the agent, and the relay's NetworkPolicy drops its OTLP on 4317", o)
+			}
+			continue
+		}
+		if !admitted && !strings.Contains(strings.Join(strings.Fields(readDoc(t, "deploy/README.md")), " "), "an overlay that adds `agent/` to it must add the agents back") {
+			t.Errorf("overlay %s's relay drops the agents' OTLP, and deploy/README.md does not say that adding agent/ needs them back in the rule", o)
 		}
 	}
 }
