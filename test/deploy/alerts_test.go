@@ -108,7 +108,7 @@ func TestAlertRules(t *testing.T) {
 	for _, a := range alerts {
 		want = append(want, selectorNames(t, a.expr)...)
 	}
-	served := servedSeries(t, want)
+	served := servedSeries(t, want, "the alerts")
 	for _, name := range want {
 		t.Logf("served: %s %v", name, sortedKeys(served[name]))
 	}
@@ -150,8 +150,8 @@ func TestAlertRules(t *testing.T) {
 }
 
 // servedSeries runs the binary until its metrics endpoint serves every family in
-// want, and returns metric name -> label names seen on it.
-func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
+// want, which reader reads, and returns metric name -> label names seen on it.
+func servedSeries(t *testing.T, want []string, reader string) map[string]map[string]bool {
 	t.Helper()
 	certs := filepath.Join(t.TempDir(), "certs")
 	ca := testcerts.NewCA(t, "alerts-ca")
@@ -188,7 +188,7 @@ func servedSeries(t *testing.T, want []string) map[string]map[string]bool {
 		return len(missing) == 0
 	})
 	if !ok {
-		t.Fatalf("after 90s the metrics endpoint still lacks %v, which the alerts read; it serves:\n%s", missing, strings.Join(sortedKeys(served), "\n"))
+		t.Fatalf("after 90s the metrics endpoint still lacks %v, which %s read; it serves:\n%s", missing, reader, strings.Join(sortedKeys(served), "\n"))
 	}
 	return served
 }
