@@ -123,7 +123,7 @@ func TestDeployReadmeInstallsAnImageTheNodesPull(t *testing.T) {
 			NewName string `json:"newName"`
 		} `json:"images"`
 	}
-	if err := yaml.Unmarshal(raw, &k); err != nil {
+	if err = yaml.Unmarshal(raw, &k); err != nil {
 		t.Fatal(err)
 	}
 	if len(k.Images) == 0 || !strings.HasPrefix(k.Images[0].NewName, "localhost/") {
