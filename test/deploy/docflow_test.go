@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
@@ -81,29 +79,10 @@ func TestDeployDrainIsThePreStopHook(t *testing.T) {
 func TestDeployFederationReachesOnlyTheDefaultBackend(t *testing.T) {
 	r := manifest.Render(t, manifest.Dir("overlays", "tigera"))
 	sts := r.StatefulSetOf(t, "federation")
-	args, _ := podCommand(t, r, sts.Spec.Template.Spec, "0")
 	seen := 0
-	for i, a := range args {
-		if a != "--config" {
-			continue
-		}
-		raw, err := os.ReadFile(args[i+1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cfg struct {
-			Backends []any `json:"backends"`
-			Service  struct {
-				Pipelines map[string]struct {
-					Exporters []string `json:"exporters"`
-				} `json:"pipelines"`
-			} `json:"service"`
-		}
-		if err := yaml.Unmarshal(raw, &cfg); err != nil {
-			t.Fatal(err)
-		}
+	for _, cfg := range configOf(t, r, sts.Spec.Template.Spec) {
 		if cfg.Backends != nil {
-			t.Errorf("federation reads a backends: list (%s): the docs say it reaches the default backend only", filepath.Base(args[i+1]))
+			t.Error("federation's config reads a backends: list: the docs say it reaches the default backend only")
 		}
 		for name, p := range cfg.Service.Pipelines {
 			for _, e := range p.Exporters {

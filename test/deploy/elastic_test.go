@@ -33,9 +33,11 @@ import (
 type collectorConfig struct {
 	Receivers  map[string]any `json:"receivers"`
 	Processors map[string]any `json:"processors"`
+	Backends   []any          `json:"backends"`
 	Service    struct {
 		Pipelines map[string]struct {
 			Receivers []string `json:"receivers"`
+			Exporters []string `json:"exporters"`
 		} `json:"pipelines"`
 	} `json:"service"`
 }
