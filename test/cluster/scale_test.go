@@ -67,8 +67,8 @@ func TestScaleOutAndIn(t *testing.T) {
 	})
 	t.Logf("scaled out to %d replicas %s after the load started", replicas, time.Since(start).Round(time.Second))
 
-	// Each pod's share, in windows of 10 s. Over the four windows every pod, the new
-	// ones included, must get at least half of a fair share: kube-proxy picks a
+	// Each pod's share, in windows of 10 s. Over the four windows every pod that
+	// served them, the new ones included, must get at least half of a fair share: kube-proxy picks a
 	// replica per connection, and the sender redials each connection after 20 chunks
 	// (about every 2 s here). One window alone varies widely (a few connections).
 	prev := accepted(t)
@@ -79,12 +79,18 @@ func TestScaleOutAndIn(t *testing.T) {
 		t.Logf("window %d (%s after the scale-out): %s", i+1, time.Duration(10*(i+1))*time.Second, shares(prev, now))
 		prev = now
 	}
+	// Judged: the pods that served all four windows. The HPA may add one more while
+	// they run; that pod had less than 40 s, and the fair share is among the others.
 	var total float64
-	for n, v := range prev {
-		total += v - first[n]
+	for n := range first {
+		total += prev[n] - first[n]
 	}
 	for n, p := range relayPods(t) {
-		if got := prev[n] - first[n]; p.ready && got < total/float64(2*len(prev)) {
+		if _, ok := first[n]; !ok {
+			t.Logf("pod %s joined during the windows (the HPA scaled out again): not judged", n)
+			continue
+		}
+		if got := prev[n] - first[n]; p.ready && got < total/float64(2*len(first)) {
 			t.Errorf("pod %s got %.0f of %.0f records in 40 s (%s): less than half a fair share", n, got, total, shares(first, prev))
 		}
 	}
