@@ -7,7 +7,6 @@ package deploy_test
 // What the docs say about the data flow, against the manifests that make it.
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -40,11 +39,7 @@ func userDocs(t *testing.T) []string {
 
 func readDoc(t *testing.T, doc string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(e2e.RepoRoot(), doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(raw)
+	return readConfig(t, filepath.Join(e2e.RepoRoot(), doc))
 }
 
 // drainOnSIGTERM is a line that has the queue drained by SIGTERM.
