@@ -44,7 +44,6 @@ var (
 	installOverlay string // the kustomization install applies
 	installState   string // "": none yet; "aks": it runs; "replaced": another install took its namespaces
 	installErr     string // why an install failed: the tests after it fail at once
-	installUsed    bool   // a test has run on the install since it was made: pods may be killed or rolled
 )
 
 func writeFile(t *testing.T, path string, b []byte) {
@@ -136,7 +135,6 @@ func install(t *testing.T) *pki {
 		t.Fatal(installErr)
 	}
 	if installState == "aks" {
-		installUsed = true
 		return installPKI
 	}
 	ok := false
@@ -170,16 +168,17 @@ func install(t *testing.T) *pki {
 	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
 	sh(t, installPKI.dir, []string{"TOKEN=cluster-test-token"}, block)
 	mustKubectl(t, "", "apply", "--server-side", "-k", installOverlay)
-	installState, installUsed, ok = "aks", true, true
+	installState, ok = "aks", true
 	return installPKI
 }
 
 // freshInstall is install for a test that judges the install itself: a pod that an
 // earlier test force-deleted or rolled may have restarted once, and that is not the
-// README's install. It reinstalls when any test has run on the current install.
+// README's install. Any install that runs already was made for an earlier test
+// (install(t) makes one only when none runs), so it reinstalls then.
 func freshInstall(t *testing.T) *pki {
 	t.Helper()
-	if installState == "aks" && installUsed {
+	if installState == "aks" {
 		installState = "replaced"
 	}
 	return install(t)
