@@ -97,11 +97,26 @@ func TestKillNineWhileWriting(t *testing.T) {
 				}
 			}
 		}()
+		// The clock starts at the first acknowledgement, not at exec: under
+		// -race on a busy machine, starting the binary and recovering the
+		// segments of earlier rounds can take longer than the kill delay.
+		first := lastAcked
+		select {
+		case i, ok := <-acks:
+			if !ok {
+				_ = cmd.Wait()
+				t.Fatalf("round %d: the writer exited before acknowledging anything", round)
+			}
+			lastAcked = i
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			t.Fatalf("round %d: the writer acknowledged nothing in 2m", round)
+		}
 		// Let it write a while (past at least one segment), then kill it.
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
-		first := lastAcked
 		for i := range acks {
 			lastAcked = i
 		}
