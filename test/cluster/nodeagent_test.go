@@ -104,7 +104,11 @@ func TestAgentRestartUnderLoad(t *testing.T) {
 	backendIP := podIP(t, backendNS, "app=backend")
 	old := strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "pods", "-l", "app.kubernetes.io/component=agent", "-o", "jsonpath={.items[0].metadata.name}"))
 	app := startApp(t, "agent-restart", "http://otelcol-relay-agent."+relayNS+".svc:4318/v1/logs", 500)
-	time.Sleep(5 * time.Second)
+	// The restart must happen while records flow through the agent to the
+	// backend. Right after an install (this test alone, or shuffled after a
+	// reinstall) the gateway's Service can refuse for a few seconds; the agent
+	// holds no records then, so a restart would prove little.
+	waitAppAtBackend(t, app, backendIP, 1000)
 	start := time.Now()
 	mustKubectl(t, "", "-n", relayNS, "delete", "pod", old)
 	eventually(t, "a new agent pod Ready", readyBudget, func() string {
@@ -172,6 +176,28 @@ func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 		return ""
 	})
 	return recs
+}
+
+// waitAppAtBackend waits until the backend has n records of l's run.
+func waitAppAtBackend(t *testing.T, l *load, backendIP string, n int) {
+	t.Helper()
+	num := regexp.MustCompile(`^app ` + l.run + ` \d+$`)
+	eventually(t, fmt.Sprintf("app %s: %d records at the backend", l.run, n), readyBudget, func() string {
+		var got []backendRecord
+		if err := getJSON("http://"+backendIP+":8080/logs", &got); err != nil {
+			return err.Error()
+		}
+		c := 0
+		for _, r := range got {
+			if num.MatchString(r.Body) {
+				c++
+			}
+		}
+		if c < n {
+			return fmt.Sprintf("%d records", c)
+		}
+		return ""
+	})
 }
 
 // applyTestNamespace makes namespace ns, labelled as the backend's NetworkPolicy
