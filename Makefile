@@ -7,6 +7,13 @@ GO        ?= go
 # library's security fixes, fetched from the module proxy once), even where the
 # machine's go.env says GOTOOLCHAIN=local: make vuln fails on an unpatched one.
 export GOTOOLCHAIN := auto
+# One compile configuration for every go command here (build, lint, vet, the
+# suites): cgo off, as the shipped binary is, and -trimpath. A package's compile
+# cache entry depends on both, so before this a fresh machine compiled the whole
+# dependency graph twice (the binary's way, then the tests' and golangci-lint's).
+# The race detector needs cgo: hack/test.sh turns it on for that run only.
+export CGO_ENABLED := 0
+export GOFLAGS := -trimpath $(GOFLAGS)
 BIN       := $(CURDIR)/bin
 RELAY     := $(BIN)/otelcol-relay
 # git describe on a tagged checkout; otherwise VERSION plus the commit.
@@ -43,7 +50,7 @@ comma := ,
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(RELAY) ./cmd/otelcol-relay
+	$(GO) build -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(RELAY) ./cmd/otelcol-relay
 
 ## generate: regenerate cmd/otelcol-relay from builder-config.yaml with the pinned ocb
 ## (a Go tool dependency). It only writes sources: go.mod carries the requirements, see
@@ -82,7 +89,7 @@ test-deps:
 ## TEST_FLAGS adds go test flags (-v), <SUITE>_FLAGS one suite's (CLUSTER_FLAGS=-shuffle=on).
 ## test/README.md says what each proves.
 SUITES := unit deploy reliability e2e cluster
-TEST_ENV = GO=$(GO) RELAY=$(RELAY) TEST_TIMEOUT=$(TEST_TIMEOUT) RUN='$(RUN)' TEST_FLAGS='$(TEST_FLAGS)'
+TEST_ENV = GO=$(GO) RELAY=$(RELAY) BUILDTAGS='$(BUILDTAGS)' TEST_TIMEOUT=$(TEST_TIMEOUT) RUN='$(RUN)' TEST_FLAGS='$(TEST_FLAGS)'
 test: build
 	./hack/test-deps.sh packages
 	$(TEST_ENV) ./hack/test.sh all
@@ -91,11 +98,12 @@ test: build
 unit:
 	$(TEST_ENV) ./hack/test.sh unit
 
-## race: the unit tests of components/, internal/ and bench/ under the race detector;
-## any race fails them. Needs the binary: bench's TestVariantConfigsResolve runs it.
+## race: make unit with UNIT_FLAGS=-race (what CI runs): the unit tests of components/,
+## internal/ and bench/ under the race detector, any race fails them; the other
+## packages' tests without it. Needs the binary: bench's TestVariantConfigsResolve runs it.
 .PHONY: race
 race: build
-	OTELCOL_RELAY_BIN=$(RELAY) $(GO) test -race -count=1 -timeout 20m ./components/... ./internal/... ./bench/...
+	$(TEST_ENV) UNIT_FLAGS=-race ./hack/test.sh unit
 
 $(filter-out unit,$(SUITES)): build
 	./hack/test-deps.sh packages
@@ -136,7 +144,7 @@ cross: build
 			cp $(RELAY) $$out/otelcol-relay; \
 		else \
 			echo "build $$p -> $$out/otelcol-relay"; \
-			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $$out/otelcol-relay ./cmd/otelcol-relay; \
+			GOOS=$$os GOARCH=$$arch $(GO) build -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $$out/otelcol-relay ./cmd/otelcol-relay; \
 		fi; \
 		$(GO) tool cyclonedx-gomod bin -json -noserial -notimestamp -version $(VERSION) -output $$out/otelcol-relay.cdx.json $$out/otelcol-relay 2>/dev/null; \
 	done

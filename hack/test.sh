@@ -17,13 +17,18 @@
 # suite's minutes at the end.
 #
 # Usage: hack/test.sh [all|unit|deploy|reliability|e2e|cluster]...
-# Environment: GO, RELAY (the binary), TEST_TIMEOUT, RUN (a -run regexp), TEST_FLAGS
+# Environment: GO, RELAY (the binary), BUILDTAGS, TEST_TIMEOUT, RUN (a -run regexp), TEST_FLAGS
 # (more go test flags for every suite, e.g. -v), and <SUITE>_FLAGS for one suite only
 # (UNIT_FLAGS=-race, CLUSTER_FLAGS=-shuffle=on: what CI sets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 RELAY=${RELAY:-$PWD/bin/otelcol-relay}
+# The Makefile's BUILDTAGS and its compile configuration (cgo off, -trimpath), so
+# the suites reuse what `make build` and `make lint` compiled.
+tags=${BUILDTAGS:-remove_all_sd,enable_kubernetes_sd,enable_dns_sd}
+export CGO_ENABLED=${CGO_ENABLED:-0}
+case " ${GOFLAGS:-} " in *" -trimpath "*) ;; *) export GOFLAGS="-trimpath ${GOFLAGS:-}" ;; esac
 TEST_TIMEOUT=${TEST_TIMEOUT:-60m}
 read -r -a test_flags <<<"${TEST_FLAGS:-}"
 [ -n "${RUN:-}" ] && test_flags+=(-run "$RUN")
@@ -76,17 +81,31 @@ suite() {
 	echo "=== test: $name ($(date -u +%H:%M:%S)) ${flags[*]}"
 	case $name in
 	unit)
-		# bench's variant check runs the binary.
-		OTELCOL_RELAY_BIN=$RELAY $GO test -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
+		# bench's variant check runs the binary. -race (UNIT_FLAGS in CI) covers the
+		# packages with concurrency of ours; the rest (cmd/ has no tests, hack/,
+		# test/docs, test/image) runs without it. Under -race `./...` also compiled
+		# the whole distribution, every dependency instrumented, for no test.
+		local race=() plain=() f
+		for f in "${flags[@]}"; do
+			if [ "$f" = -race ]; then race=(-race); else plain+=("$f"); fi
+		done
+		if ((${#race[@]})); then
+			mapfile -t others < <($GO list ./... | grep -v -e '/components/' -e '/internal/' -e '/bench$' -e '/bench/')
+			CGO_ENABLED=1 OTELCOL_RELAY_BIN=$RELAY $GO test -race -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${plain[@]}" \
+				./components/... ./internal/... ./bench/... || rc=$?
+			OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${plain[@]}" "${others[@]}" || rc=$?
+		else
+			OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
+		fi
 		;;
 	deploy | reliability)
-		OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
+		OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		;;
 	e2e | cluster)
 		local -n need="${name}_peers"
 		wait_for "${need[@]}" || rc=$?
 		if ((rc == 0)); then
-			OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
+			OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		fi
 		;;
 	*)

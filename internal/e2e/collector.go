@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,10 +31,23 @@ const BinaryEnv = "OTELCOL_RELAY_BIN"
 // readyLine is what the collector logs once every pipeline has started.
 const readyLine = "Everything is ready. Begin running and processing data."
 
-// RepoRoot returns the repository root (the directory that holds go.mod).
+// RepoRoot returns the repository root: the nearest directory above the working
+// directory (go test runs in the package's) that holds go.mod. Not from
+// runtime.Caller: the builds are -trimpath (the Makefile's GOFLAGS), which
+// leaves source paths relative to the module.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("e2e.RepoRoot: %v", err))
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic("e2e.RepoRoot: no go.mod above " + dir)
+		}
+	}
 }
 
 // EnsureBinary returns the path of the collector binary. When BinaryEnv is unset

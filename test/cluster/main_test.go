@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,8 +32,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	// go test runs in this package's directory; not runtime.Caller, which
+	// -trimpath (the Makefile's GOFLAGS) leaves relative.
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Println("test/cluster:", err)
+		os.Exit(1)
+	}
+	repoRoot = filepath.Clean(filepath.Join(wd, "..", ".."))
 	if os.Geteuid() != 0 {
 		fmt.Println("test/cluster: needs root (a kubelet, containerd, iptables): skipped")
 		os.Exit(0)
