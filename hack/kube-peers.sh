@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# Builds the control-plane peers the deploy/ proofs run against: etcd and
-# kube-apiserver, from the Go module proxy, into bin/.
+# Builds the Kubernetes peers the suites run against, from the Go module proxy, into
+# bin/: etcd and kube-apiserver (test/e2e), and with `cluster` what the one-node
+# cluster of test/cluster adds (hack/cluster.sh runs it): kubelet, kube-proxy,
+# kube-scheduler, kube-controller-manager, kubectl, containerd v2 with its runc shim
+# and ctr (Debian's 1.6 is below the v1.37 support matrix), CoreDNS with only the
+# plugins test/cluster's Corefile names, metrics-server, kube-router (NetworkPolicy
+# only), local-path-provisioner, and cert-manager's controller and trust-manager for
+# the platform overlay.
 #
-# Each is built in its own throwaway module so that neither the Kubernetes
-# dependency graph nor etcd's can move a pin in the project's go.mod. A cold build
-# takes 10-20 minutes on two cores, so nothing is rebuilt that exists: a binary
-# already in bin/ is kept, and builds are cached per version outside the work
-# tree (KUBE_PEERS_CACHE, default ~/.cache/otelcol-relay/kube-peers), so a fresh
-# clone on the same machine (CI) only copies them.
+# They build in one throwaway module, outside the project's go.mod (whose pins they
+# must not move), with one version of each shared dependency: Kubernetes' staging
+# modules at kube_version's, and for the rest the highest any of them requires.
+# Built each in its own module, as upstream releases them, they compiled client-go,
+# the API types, gRPC and the rest eight times over (337 MB of Go source against
+# 135 MB once); on a fresh two-core machine that was the longest step of CI. Each
+# binary is a test peer, not a release of its project: its dependencies are the
+# set's, not its own go.mod's. local-path-provisioner is the exception (it imports
+# logrus under both spellings, which one build of the set refuses) and builds alone.
 #
-# `hack/kube-peers.sh cluster` builds, the same way and into the same cache, what the
-# one-node cluster of test/cluster adds (hack/cluster.sh runs it): kubelet, kube-proxy,
-# kube-scheduler, kube-controller-manager and kubectl in kube-apiserver's throwaway
-# module, in one `go build` (they reuse its compile cache and link side by side),
-# containerd v2 with its runc shim and ctr (Debian's 1.6 is below the v1.37 support
-# matrix), CoreDNS with only the plugins test/cluster's Corefile names, metrics-server,
-# kube-router (NetworkPolicy only), local-path-provisioner, and cert-manager's
-# controller and trust-manager for the platform overlay. The kube commands and
-# the rest build in two lanes side by side: one `go build` leaves a core idle while
-# it resolves modules and links, the other lane fills it. At the lowest priority, and
-# without DWARF (the binaries are stripped anyway, and generating it is compile time).
+# Nothing is rebuilt that exists: a binary already in bin/ is kept, and builds are
+# cached outside the work tree (KUBE_PEERS_CACHE, default
+# ~/.cache/otelcol-relay/kube-peers) keyed by name, version and the set's versions,
+# so a fresh clone on the same machine (CI) only copies them. Without DWARF (the
+# binaries are stripped anyway, and generating it is compile time), at priority
+# KUBE_PEERS_NICE (default 10: a background job beside a developer's work; CI
+# gives it 0, as the longest chain of its run).
 #
 # Usage: hack/kube-peers.sh [cluster]  (BIN=dir to install elsewhere)
 set -euo pipefail
@@ -49,50 +54,59 @@ exec 9>"$cache/.lock"
 flock 9
 export GOFLAGS="-mod=mod -buildvcs=false"
 export CGO_ENABLED=0
+niceness=${KUBE_PEERS_NICE:-10}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# installed NAME VERSION: bin/NAME is there, kept, or copied from the cache.
+# The set: every version above, so a change to any one rebuilds them all (they
+# share dependencies). local-path's own build is keyed the same way for simplicity.
+set_id=$(printf '%s\n' "$etcd_version" "$kube_version" "$containerd_version" "$coredns_version" \
+	"$metrics_server_version" "$kube_router_version" "$cert_manager_version" "$trust_manager_version" "$local_path_version" |
+	sha256sum | cut -c1-8)
+
+# pkg NAME: the main package of peer NAME in the set's module.
+pkg() {
+	case $1 in
+	etcd) echo go.etcd.io/etcd/server/v3 ;;
+	kube-apiserver | kubelet | kube-proxy | kube-scheduler | kube-controller-manager | kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
+	containerd | containerd-shim-runc-v2 | ctr) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
+	coredns) echo ./coredns ;;
+	metrics-server) echo sigs.k8s.io/metrics-server/cmd/metrics-server ;;
+	kube-router) echo github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
+	cert-manager-controller) echo ./cert-manager-controller ;;
+	trust-manager) echo github.com/cert-manager/trust-manager/cmd/trust-manager ;;
+	*) echo "kube-peers: no peer $1" >&2; return 1 ;;
+	esac
+}
+
+# installed NAME: bin/NAME is there, kept, or copied from the cache.
 installed() {
 	if [ -x "$bin/$1" ]; then
 		echo "kube-peers: $bin/$1 exists, not rebuilding"
 		return 0
 	fi
-	if [ -x "$cache/$1-$2" ]; then
-		echo "kube-peers: $1 $2 from $cache"
+	if [ -x "$cache/$1-$set_id" ]; then
+		echo "kube-peers: $1 from $cache (set $set_id)"
 		# A copy then a rename: hack/test.sh takes a binary in bin/ as whole.
-		cp "$cache/$1-$2" "$bin/.$1.tmp"
+		cp "$cache/$1-$set_id" "$bin/.$1.tmp"
 		mv "$bin/.$1.tmp" "$bin/$1"
 		return 0
 	fi
 	return 1
 }
 
-build_etcd() {
-	installed etcd "$etcd_version" && return
-	echo "kube-peers: building etcd $etcd_version"
-	mkdir -p "$work/etcd"
+# set_module: the throwaway module every peer but local-path builds in.
+set_module() {
+	[ -f "$work/set/go.mod" ] && return
+	mkdir -p "$work/set/coredns" "$work/set/cert-manager-controller"
 	(
-		cd "$work/etcd"
-		go mod init kubepeers/etcd >/dev/null 2>&1
-		go get "go.etcd.io/etcd/server/v3@$etcd_version"
-		nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o "$work/etcd/etcd" go.etcd.io/etcd/server/v3
-	)
-	cp "$work/etcd/etcd" "$cache/etcd-$etcd_version"
-	mv "$work/etcd/etcd" "$bin/etcd"
-}
-
-# kube_module: the throwaway module every k8s.io/kubernetes command is built in.
-kube_module() {
-	[ -f "$work/kube/go.mod" ] && return
-	mkdir -p "$work/kube"
-	(
-		cd "$work/kube"
-		go mod init kubepeers/kube >/dev/null 2>&1
+		cd "$work/set"
+		go mod init kubepeers/set >/dev/null 2>&1
 		# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces
 		# them with ./staging paths, which only work inside its own repository.
-		# Take the list from its go.mod and point each at the published release.
+		# Take the list from its go.mod and point each at the published release;
+		# the replaces hold every peer's client-go, API types, ... at that release.
 		modfile=$(go mod download -json "k8s.io/kubernetes@$kube_version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
 		staging=$(sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$modfile")
 		if [ -z "$staging" ]; then
@@ -103,74 +117,9 @@ kube_module() {
 			go mod edit -replace "$m=$m@$staging_version"
 		done
 		go mod edit -require "k8s.io/kubernetes@$kube_version"
-	)
-}
-
-# build_kube CMD...: k8s.io/kubernetes/cmd/CMD at kube_version, for each CMD not
-# installed yet, in one `go build` (one package load, links side by side).
-build_kube() {
-	local todo=() c
-	for c in "$@"; do installed "$c" "$kube_version" || todo+=("$c"); done
-	((${#todo[@]})) || return 0
-	echo "kube-peers: building ${todo[*]} $kube_version (staging modules $staging_version)"
-	kube_module
-	local minor=${kube_version#v1.} start=$SECONDS
-	minor=${minor%%.*}
-	mkdir -p "$work/kube/out"
-	(cd "$work/kube" && nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -o "$work/kube/out/" -ldflags="-s -w \
-		-X k8s.io/component-base/version.gitVersion=$kube_version \
-		-X k8s.io/component-base/version.gitMajor=1 \
-		-X k8s.io/component-base/version.gitMinor=$minor \
-		-X k8s.io/component-base/version.gitTreeState=clean" \
-		"${todo[@]/#/k8s.io/kubernetes/cmd/}")
-	for c in "${todo[@]}"; do
-		cp "$work/kube/out/$c" "$cache/$c-$kube_version"
-		mv "$work/kube/out/$c" "$bin/$c"
-	done
-	echo "kube-peers: built ${todo[*]} $kube_version in $((SECONDS - start))s"
-}
-
-build_kube_apiserver() { build_kube kube-apiserver; }
-
-# build_containerd CMD: containerd v2's CMD, without cgo (the btrfs snapshotter, the
-# only cgo part, drops out by its build tag).
-build_containerd() {
-	local todo=() c
-	for c in "$@"; do installed "$c" "$containerd_version" || todo+=("$c"); done
-	((${#todo[@]})) || return 0
-	echo "kube-peers: building ${todo[*]} $containerd_version"
-	local start=$SECONDS
-	if [ ! -f "$work/containerd/go.mod" ]; then
-		mkdir -p "$work/containerd"
-		(cd "$work/containerd" && go mod init kubepeers/containerd >/dev/null 2>&1 &&
-			go get "github.com/containerd/containerd/v2@$containerd_version")
-	fi
-	mkdir -p "$work/containerd/out"
-	(cd "$work/containerd" && nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -tags "urfave_cli_no_docs osusergo netgo" \
-		-o "$work/containerd/out/" \
-		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" \
-		"${todo[@]/#/github.com/containerd/containerd/v2/cmd/}")
-	for c in "${todo[@]}"; do
-		cp "$work/containerd/out/$c" "$cache/$c-$containerd_version"
-		mv "$work/containerd/out/$c" "$bin/$c"
-	done
-	echo "kube-peers: built ${todo[*]} $containerd_version in $((SECONDS - start))s"
-}
-
-# build_coredns: CoreDNS with only the plugins test/cluster/addons.yaml's Corefile
-# names. CoreDNS is built this way for custom plugin sets (its main only imports
-# core/plugin, the list of every plugin); the full list drags in cloud SDKs and
-# tracing, which took most of its build.
-build_coredns() {
-	installed coredns "$coredns_version" && return
-	echo "kube-peers: building coredns $coredns_version (cache errors health kubernetes ready)"
-	local start=$SECONDS
-	mkdir -p "$work/coredns"
-	(
-		cd "$work/coredns"
-		go mod init kubepeers/coredns >/dev/null 2>&1
-		go get "github.com/coredns/coredns@$coredns_version"
-		cat >main.go <<-'EOF'
+		# CoreDNS is built this way for custom plugin sets (its main only imports
+		# core/plugin, the list of every plugin); the full list drags in cloud SDKs.
+		cat >coredns/main.go <<-'EOF'
 			package main
 
 			import (
@@ -185,86 +134,87 @@ build_coredns() {
 
 			func main() { coremain.Run() }
 		EOF
-		nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o coredns .
+		# cert-manager's controller from hack/cert-manager-controller.go (the proxy
+		# serves the module github.com/cert-manager/cert-manager, not the module of
+		# cert-manager's own main; the file says what it keeps of it).
+		sed '/^\/\/go:build ignore$/d' "$root/hack/cert-manager-controller.go" >cert-manager-controller/main.go
+		go get "k8s.io/kubernetes@$kube_version" "go.etcd.io/etcd/server/v3@$etcd_version" \
+			"github.com/containerd/containerd/v2@$containerd_version" "github.com/coredns/coredns@$coredns_version" \
+			"sigs.k8s.io/metrics-server@$metrics_server_version" "github.com/cloudnativelabs/kube-router/v2@$kube_router_version" \
+			"github.com/cert-manager/cert-manager@$cert_manager_version" "github.com/cert-manager/trust-manager@$trust_manager_version"
 	)
-	cp "$work/coredns/coredns" "$cache/coredns-$coredns_version"
-	mv "$work/coredns/coredns" "$bin/coredns"
-	echo "kube-peers: built coredns $coredns_version in $((SECONDS - start))s"
 }
 
-# build_install NAME VERSION PACKAGE: `go install PACKAGE@VERSION` (module mode, the
-# module's own go.mod and go.sum), kept as NAME.
-build_install() {
-	installed "$1" "$2" && return
-	echo "kube-peers: building $1 $2"
+# build NAME...: each NAME not installed yet, in one `go build` of the set (one
+# package load, links side by side).
+build() {
+	local todo=() c
+	for c in "$@"; do installed "$c" || todo+=("$c"); done
+	((${#todo[@]})) || return 0
+	echo "kube-peers: building ${todo[*]} (set $set_id)"
+	set_module
+	local minor=${kube_version#v1.} start=$SECONDS pkgs=()
+	minor=${minor%%.*}
+	for c in "${todo[@]}"; do pkgs+=("$(pkg "$c")"); done
+	mkdir -p "$work/set/out"
+	# Each project's version variable, so --version says what was built. The tag
+	# drops urfave/cli's doc generation (containerd's commands); cgo is off, so the
+	# binaries are static without the netgo and osusergo tags.
+	(cd "$work/set" && nice -n "$niceness" go build -trimpath -gcflags=all=-dwarf=false \
+		-tags urfave_cli_no_docs -o "$work/set/out/" -ldflags="-s -w \
+		-X k8s.io/component-base/version.gitVersion=$kube_version \
+		-X k8s.io/component-base/version.gitMajor=1 \
+		-X k8s.io/component-base/version.gitMinor=$minor \
+		-X k8s.io/component-base/version.gitTreeState=clean \
+		-X github.com/containerd/containerd/v2/version.Version=$containerd_version" \
+		"${pkgs[@]}")
+	for c in "${todo[@]}"; do
+		local out=$work/set/out/$c
+		[ "$c" = etcd ] && out=$work/set/out/server # go.etcd.io/etcd/server/v3
+		cp "$out" "$cache/$c-$set_id"
+		mv "$out" "$bin/$c"
+	done
+	echo "kube-peers: built ${todo[*]} in $((SECONDS - start))s"
+}
+
+# local-path-provisioner: `go install` from its own go.mod (see the header).
+build_local_path() {
+	installed local-path-provisioner && return
+	echo "kube-peers: building local-path-provisioner $local_path_version"
 	local start=$SECONDS
 	mkdir -p "$work/gobin"
-	GOFLAGS=-buildvcs=false GOBIN="$work/gobin" nice -n 19 go install -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' "$3@$2"
-	cp "$work/gobin/$(basename "$3")" "$cache/$1-$2"
-	mv "$work/gobin/$(basename "$3")" "$bin/$1"
-	echo "kube-peers: built $1 $2 in $((SECONDS - start))s"
-}
-
-# build_cert_manager: cert-manager's controller from hack/cert-manager-controller.go
-# (the proxy serves the module github.com/cert-manager/cert-manager, not the
-# cmd/controller module that holds cert-manager's own main; the file says what it
-# keeps of it).
-build_cert_manager() {
-	installed cert-manager-controller "$cert_manager_version" && return
-	echo "kube-peers: building cert-manager-controller $cert_manager_version"
-	local start=$SECONDS
-	mkdir -p "$work/cert-manager"
-	(
-		cd "$work/cert-manager"
-		go mod init kubepeers/certmanager >/dev/null 2>&1
-		cp "$root/hack/cert-manager-controller.go" main.go
-		go get "github.com/cert-manager/cert-manager@$cert_manager_version"
-		go mod tidy
-		nice -n 19 go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o cert-manager-controller main.go
-	)
-	cp "$work/cert-manager/cert-manager-controller" "$cache/cert-manager-controller-$cert_manager_version"
-	mv "$work/cert-manager/cert-manager-controller" "$bin/cert-manager-controller"
-	echo "kube-peers: built cert-manager-controller $cert_manager_version in $((SECONDS - start))s"
+	GOFLAGS=-buildvcs=false GOBIN="$work/gobin" nice -n "$niceness" go install -trimpath -gcflags=all=-dwarf=false \
+		-ldflags='-s -w' "github.com/rancher/local-path-provisioner@$local_path_version"
+	cp "$work/gobin/local-path-provisioner" "$cache/local-path-provisioner-$set_id"
+	mv "$work/gobin/local-path-provisioner" "$bin/local-path-provisioner"
+	echo "kube-peers: built local-path-provisioner in $((SECONDS - start))s"
 }
 
 if [ "${1:-}" = cluster ]; then
-	# Another kube-peers.sh (without `cluster`) may be building etcd and then
-	# kube-apiserver: wait for its cache entry rather than build it a second time.
-	while [ ! -x "$cache/kube-apiserver-$kube_version" ] &&
-		pgrep -f "k8s.io/kubernetes/cmd/kube-apiserver|hack/kube-peers.sh$" >/dev/null; do
-		sleep 10
-	done
-	# Lane 1, the kube commands: they share most packages with kube-apiserver, so
-	# it goes first and fills the compile cache for the rest. Lane 2, the others.
-	# (Statements, not an && list: set -e must stay in force inside the functions.)
+	# etcd and kube-apiserver first, on their own: test/e2e starts once they are in
+	# bin/, and the second build reuses their compile cache. local-path beside them.
 	(
 		trap - EXIT
-		build_etcd
-		build_kube kube-apiserver
-		build_kube kubelet kube-proxy kube-scheduler kube-controller-manager kubectl
+		build etcd kube-apiserver
+		build kubelet kube-proxy kube-scheduler kube-controller-manager kubectl \
+			containerd containerd-shim-runc-v2 ctr coredns metrics-server kube-router \
+			cert-manager-controller trust-manager
 	) &
-	lane1=$!
+	set_lane=$!
 	(
 		trap - EXIT
-		build_containerd containerd containerd-shim-runc-v2 ctr
-		build_coredns
-		build_install metrics-server "$metrics_server_version" sigs.k8s.io/metrics-server/cmd/metrics-server
-		build_install local-path-provisioner "$local_path_version" github.com/rancher/local-path-provisioner
-		build_install kube-router "$kube_router_version" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
-		build_cert_manager
-		build_install trust-manager "$trust_manager_version" github.com/cert-manager/trust-manager/cmd/trust-manager
+		build_local_path
 	) &
-	lane2=$!
+	lp_lane=$!
 	failed=0
-	wait "$lane1" || failed=1
-	wait "$lane2" || failed=1
+	wait "$set_lane" || failed=1
+	wait "$lp_lane" || failed=1
 	((failed == 0)) || { echo "kube-peers: a cluster peer failed to build (see above)" >&2; exit 1; }
 	"$bin/kubelet" --version
 	"$bin/containerd" --version
 	exit 0
 fi
 
-build_etcd
-build_kube_apiserver
+build etcd kube-apiserver
 "$bin/etcd" --version | sed -n 1p
 "$bin/kube-apiserver" --version
