@@ -12,8 +12,10 @@ export GOTOOLCHAIN := auto
 # cache entry depends on both, so before this a fresh machine compiled the whole
 # dependency graph twice (the binary's way, then the tests' and golangci-lint's).
 # The race detector needs cgo: hack/test.sh turns it on for that run only.
+# Without DWARF: the binary is stripped (-s -w) and tests do not read it; it was
+# compile time for nothing. GOFLAGS=... on the command line replaces all three.
 export CGO_ENABLED := 0
-export GOFLAGS := -trimpath $(GOFLAGS)
+export GOFLAGS := -trimpath -gcflags=all=-dwarf=false $(GOFLAGS)
 BIN       := $(CURDIR)/bin
 RELAY     := $(BIN)/otelcol-relay
 # git describe on a tagged checkout; otherwise VERSION plus the commit.

@@ -28,7 +28,7 @@ RELAY=${RELAY:-$PWD/bin/otelcol-relay}
 # the suites reuse what `make build` and `make lint` compiled.
 tags=${BUILDTAGS:-remove_all_sd,enable_kubernetes_sd,enable_dns_sd}
 export CGO_ENABLED=${CGO_ENABLED:-0}
-case " ${GOFLAGS:-} " in *" -trimpath "*) ;; *) export GOFLAGS="-trimpath ${GOFLAGS:-}" ;; esac
+case " ${GOFLAGS:-} " in *" -trimpath "*) ;; *) export GOFLAGS="-trimpath -gcflags=all=-dwarf=false ${GOFLAGS:-}" ;; esac
 TEST_TIMEOUT=${TEST_TIMEOUT:-60m}
 read -r -a test_flags <<<"${TEST_FLAGS:-}"
 [ -n "${RUN:-}" ] && test_flags+=(-run "$RUN")

@@ -29,7 +29,7 @@ install() {
 		# The temp dir holds no go.mod: the tool is resolved from its own go.mod.
 		(
 			cd "$work"
-			GOBIN="$work/bin" GOFLAGS=-mod=mod GOWORK=off nice -n 10 \
+			GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
 				"$go" install "$pkg@$version"
 		) || { rm -rf "$work"; return 1; }
 		# A copy then a rename, so a concurrent run never sees half a binary.

@@ -54,7 +54,7 @@ tool() {
 		mkdir -p "$cache"
 		work=$(mktemp -d)
 		# The temp dir holds no go.mod: the tool is resolved from its own go.mod.
-		(cd "$work" && GOBIN="$work/bin" GOFLAGS=-mod=mod GOWORK=off nice -n 10 \
+		(cd "$work" && GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
 			"$GO" install "$pkg@$version") >&2 || { rm -rf "$work"; return 1; }
 		# A copy then a rename, so a concurrent run never sees half a binary.
 		cp "$work/bin/$name" "$cached.tmp.$$"
