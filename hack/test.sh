@@ -85,7 +85,7 @@ suite() {
 		# packages with concurrency of ours; the rest (cmd/ has no tests, hack/,
 		# test/docs, test/image) runs without it. Under -race `./...` also compiled
 		# the whole distribution, every dependency instrumented, for no test.
-		local race=() plain=() f
+		local race=() plain=() others=() f
 		for f in "${flags[@]}"; do
 			if [ "$f" = -race ]; then race=(-race); else plain+=("$f"); fi
 		done

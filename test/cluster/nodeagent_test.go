@@ -155,21 +155,13 @@ func startApp(t *testing.T, run, url string, rate int) *load {
 func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 	t.Helper()
 	st := l.stop(t, "app", readyBudget)
-	num := regexp.MustCompile(`^app ` + l.run + ` (\d+)$`)
 	var recs []backendRecord
 	eventually(t, "app "+l.run+": the backend has every number", readyBudget, func() string {
-		var got []backendRecord
-		if err := getJSON("http://"+backendIP+":8080/logs", &got); err != nil {
+		got, seen, err := backendAppRecords(backendIP, l.run)
+		if err != nil {
 			return err.Error()
 		}
-		recs = recs[:0]
-		seen := map[string]bool{}
-		for _, r := range got {
-			if m := num.FindStringSubmatch(r.Body); m != nil {
-				recs = append(recs, r)
-				seen[m[1]] = true
-			}
-		}
+		recs = got
 		if int64(len(seen)) < st.Acked {
 			return fmt.Sprintf("%d of %d numbers", len(seen), st.Acked)
 		}
@@ -178,23 +170,35 @@ func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 	return recs
 }
 
+// backendAppRecords returns the backend's records of application run, and the
+// numbers among them.
+func backendAppRecords(backendIP, run string) ([]backendRecord, map[string]bool, error) {
+	var got []backendRecord
+	if err := getJSON("http://"+backendIP+":8080/logs", &got); err != nil {
+		return nil, nil, err
+	}
+	num := regexp.MustCompile(`^app ` + run + ` (\d+)$`)
+	var recs []backendRecord
+	seen := map[string]bool{}
+	for _, r := range got {
+		if m := num.FindStringSubmatch(r.Body); m != nil {
+			recs = append(recs, r)
+			seen[m[1]] = true
+		}
+	}
+	return recs, seen, nil
+}
+
 // waitAppAtBackend waits until the backend has n records of l's run.
 func waitAppAtBackend(t *testing.T, l *load, backendIP string, n int) {
 	t.Helper()
-	num := regexp.MustCompile(`^app ` + l.run + ` \d+$`)
 	eventually(t, fmt.Sprintf("app %s: %d records at the backend", l.run, n), readyBudget, func() string {
-		var got []backendRecord
-		if err := getJSON("http://"+backendIP+":8080/logs", &got); err != nil {
+		recs, _, err := backendAppRecords(backendIP, l.run)
+		if err != nil {
 			return err.Error()
 		}
-		c := 0
-		for _, r := range got {
-			if num.MatchString(r.Body) {
-				c++
-			}
-		}
-		if c < n {
-			return fmt.Sprintf("%d records", c)
+		if len(recs) < n {
+			return fmt.Sprintf("%d records", len(recs))
 		}
 		return ""
 	})
