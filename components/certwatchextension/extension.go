@@ -103,7 +103,9 @@ func (e *certwatch) loadAndSwap(fc fileContents, hash [sha256.Size]byte, now tim
 // Start loads the material and fails when it is missing or invalid: an exporter
 // must not start with an identity it cannot present.
 func (e *certwatch) Start(_ context.Context, _ component.Host) error {
-	fc, hash, err := readFiles(e.cfg)
+	// At start there is no material to keep: files that did not settle are
+	// validated as last read, and a torn pair fails Start like any other.
+	fc, hash, _, err := readSettled(e.cfg)
 	var m *material
 	if err == nil {
 		m, err = e.loadAndSwap(fc, hash, time.Now())
@@ -145,7 +147,13 @@ func (e *certwatch) Shutdown(context.Context) error {
 // as not valid yet has reached its NotBefore), validates and swaps in the new
 // material; it reports whether it did. It runs on the watcher goroutine only.
 func (e *certwatch) check(ctx context.Context) bool {
-	fc, hash, err := readFiles(e.cfg)
+	fc, hash, settled, err := readSettled(e.cfg)
+	if !settled {
+		// A writer is still changing the files; its next event, or the
+		// next poll, brings a check that reads them whole.
+		e.logger.Debug("TLS files are changing; checking them again later")
+		return false
+	}
 	if err != nil {
 		// A missing file is usually the middle of a delete-then-recreate;
 		// it still counts as one failure, because if nothing recreates the

@@ -70,6 +70,36 @@ type fileContents struct {
 	ca, cert, key []byte
 }
 
+// settleReads bounds how often readSettled reads the files looking for two
+// reads in a row that agree.
+const settleReads = 4
+
+// readSettled reads the files until two reads in a row agree, and reports
+// whether they did. The files are read one after another, so a read that
+// runs while a writer swaps them (kubelet's "..data" rename landing between
+// reading cert_file and key_file) sees the new certificate beside the old
+// key; validated, that mix would be counted and logged as a failed rotation
+// although nothing is wrong. A second read that agrees with the first was
+// not torn: one swap cannot fall inside both.
+func readSettled(cfg *Config) (fileContents, [sha256.Size]byte, bool, error) {
+	fc, hash, err := readFiles(cfg)
+	for range settleReads - 1 {
+		fc2, hash2, err2 := readFiles(cfg)
+		if hash2 == hash && sameError(err, err2) {
+			return fc2, hash2, true, err2
+		}
+		fc, hash, err = fc2, hash2, err2
+	}
+	return fc, hash, false, err
+}
+
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Error() == b.Error()
+}
+
 // readFiles reads every configured file and hashes the contents together, so
 // any change to any of them is one change of the hash.
 func readFiles(cfg *Config) (fileContents, [sha256.Size]byte, error) {

@@ -39,6 +39,12 @@ func AtomicWrite(t tb.T, dir string, files map[string][]byte) {
 	}
 }
 
+// AtomicWriteErr is AtomicWrite for a goroutine other than the test's own,
+// which must not call t.Fatal: it returns the error.
+func AtomicWriteErr(dir string, files map[string][]byte) error {
+	return atomicWrite(dir, files)
+}
+
 func atomicWrite(dir string, files map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
