@@ -186,12 +186,14 @@ func (e *certwatch) check(ctx context.Context) bool {
 		}
 	}
 	if err != nil {
-		e.tel.reloaded(ctx, err)
 		fields := []zap.Field{zap.Error(err)}
 		if notYet != nil {
 			fields = append(fields, zap.Time("retry_at", notYet.notBefore))
 		}
 		e.logger.Error("Rejected new TLS material; the last good material stays in use", fields...)
+		// Counted after the log line, so that whoever sees the failure on
+		// the counter (an alert, a test) finds its reason already logged.
+		e.tel.reloaded(ctx, err)
 		return false
 	}
 	// Counted once in use, so that a success seen on the counter means the
