@@ -100,8 +100,8 @@ test: build
 unit:
 	$(TEST_ENV) ./hack/test.sh unit
 
-## race: make unit with UNIT_FLAGS=-race (what CI runs): the unit tests of components/,
-## internal/ and bench/ under the race detector, any race fails them; the other
+## race: make unit with UNIT_FLAGS=-race (what CI runs): the unit tests of components/
+## and internal/ under the race detector, any race fails them; the other
 ## packages' tests without it. Needs the binary: bench's TestVariantConfigsResolve runs it.
 .PHONY: race
 race: build

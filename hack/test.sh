@@ -84,15 +84,18 @@ suite() {
 		# bench's variant check runs the binary. -race (UNIT_FLAGS in CI) covers the
 		# packages with concurrency of ours; the rest (cmd/ has no tests, hack/,
 		# test/docs, test/image) runs without it. Under -race `./...` also compiled
-		# the whole distribution, every dependency instrumented, for no test.
+		# the whole distribution, every dependency instrumented, for no test. bench
+		# is in the rest: its tests check report arithmetic and variant configs, no
+		# goroutine of its own, and under -race they instrumented gonum/plot and its
+		# fonts (76 packages bench alone imports) in every cold CI run.
 		local race=() plain=() others=() f
 		for f in "${flags[@]}"; do
 			if [ "$f" = -race ]; then race=(-race); else plain+=("$f"); fi
 		done
 		if ((${#race[@]})); then
-			mapfile -t others < <($GO list ./... | grep -v -e '/components/' -e '/internal/' -e '/bench$' -e '/bench/')
+			mapfile -t others < <($GO list ./... | grep -v -e '/components/' -e '/internal/')
 			CGO_ENABLED=1 OTELCOL_RELAY_BIN=$RELAY $GO test -race -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${plain[@]}" \
-				./components/... ./internal/... ./bench/... || rc=$?
+				./components/... ./internal/... || rc=$?
 			OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${plain[@]}" "${others[@]}" || rc=$?
 		else
 			OTELCOL_RELAY_BIN=$RELAY $GO test -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
