@@ -227,10 +227,8 @@ func TestDeployCertManagerWiring(t *testing.T) {
 	}
 	var agentGateway string
 	for _, d := range r.ds {
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			if e.Name == "OTELCOL_RELAY_GATEWAY" {
-				agentGateway = e.Value[:strings.LastIndexByte(e.Value, ':')]
-			}
+		if v, ok := manifest.Env(d.Namespace, d.Spec.Template.Spec.Containers[0])["OTELCOL_RELAY_GATEWAY"]; ok {
+			agentGateway = v[:strings.LastIndexByte(v, ':')]
 		}
 	}
 	var fbCert, serving bool

@@ -61,6 +61,8 @@ func podCommand(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, podIndex
 		args = append(args, "--config", local)
 	}
 	var env []string
+	// What the kubelet expands $(NAME) in an env value with: what came before it.
+	defined := map[string]string{}
 	// envFrom first: an env entry of the same name wins, as in the kubelet.
 	for _, from := range c.EnvFrom {
 		if sr := from.SecretRef; sr != nil && sr.Optional != nil && *sr.Optional {
@@ -77,14 +79,17 @@ func podCommand(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, podIndex
 		}
 		for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
 			env = append(env, from.Prefix+k+"="+cm.Data[k])
+			defined[from.Prefix+k] = cm.Data[k]
 		}
 	}
 	for _, e := range c.Env {
-		v := e.Value
+		v := manifest.Expand(e.Value, defined)
 		if e.ValueFrom != nil {
 			switch {
 			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.labels['apps.kubernetes.io/pod-index']":
 				v = podIndex
+			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+				v = "otelcol-relay"
 			case e.ValueFrom.FieldRef != nil:
 				v = "127.0.0.1"
 				if strings.HasSuffix(e.ValueFrom.FieldRef.FieldPath, "Name") || e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
@@ -99,6 +104,7 @@ func podCommand(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, podIndex
 			}
 		}
 		env = append(env, e.Name+"="+v)
+		defined[e.Name] = v
 	}
 	return args, env
 }

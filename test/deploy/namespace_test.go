@@ -6,11 +6,15 @@ package deploy_test
 
 import (
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -72,6 +76,56 @@ func TestDeployRBACFollowsUsersNamespace(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// TestDeployAgentFindsGatewayInUsersNamespace: under a user's namespace and
+// namePrefix, the address each agent sends to (OTELCOL_RELAY_GATEWAY as the
+// kubelet expands it) is the gateway Service of the render, in the agent's
+// namespace, on its OTLP/gRPC port.
+func TestDeployAgentFindsGatewayInUsersNamespace(t *testing.T) {
+	roots := map[string]string{"platform": manifest.Dir("overlays", "platform")}
+	for _, o := range []string{"aks", "example-backend"} {
+		roots[o] = manifest.Dir("overlays", o)
+	}
+	for name, root := range roots {
+		t.Run(name, func(t *testing.T) {
+			var services []corev1.Service
+			var agents []appsv1.DaemonSet
+			for _, doc := range manifest.Docs(t, userKustomization(t, "team-obs", "a-", root)) {
+				var meta metav1.TypeMeta
+				manifest.UnmarshalLoose(t, doc, &meta)
+				switch meta.Kind {
+				case "Service":
+					manifest.AppendDoc(t, doc, &services)
+				case "DaemonSet":
+					manifest.AppendDoc(t, doc, &agents)
+				}
+			}
+			if len(agents) != 1 {
+				t.Fatalf("%d DaemonSets rendered, want the agent's", len(agents))
+			}
+			d := agents[0]
+			addr := manifest.Env(d.Namespace, d.Spec.Template.Spec.Containers[0])["OTELCOL_RELAY_GATEWAY"]
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				t.Fatalf("OTELCOL_RELAY_GATEWAY %q: %v", addr, err)
+			}
+			for _, svc := range services {
+				if host != svc.Name+"."+svc.Namespace+".svc" {
+					continue
+				}
+				for _, p := range svc.Spec.Ports {
+					if strconv.Itoa(int(p.Port)) == port && p.Name == "otlp-grpc" {
+						if svc.Name != "a-otelcol-relay" || svc.Namespace != d.Namespace {
+							t.Errorf("OTELCOL_RELAY_GATEWAY %q is Service %s/%s, want the gateway's, a-otelcol-relay in %s", addr, svc.Namespace, svc.Name, d.Namespace)
+						}
+						return
+					}
+				}
+			}
+			t.Errorf("OTELCOL_RELAY_GATEWAY %q is no Service's otlp-grpc port in the render", addr)
 		})
 	}
 }
