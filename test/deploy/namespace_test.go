@@ -5,12 +5,15 @@
 package deploy_test
 
 import (
+	"fmt"
 	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -153,4 +156,81 @@ func userKustomization(t *testing.T, namespace, prefix, root string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// movableRoots are the install roots deploy/README.md says a user's kustomization
+// can move to another namespace and rename with a namePrefix.
+func movableRoots(t *testing.T) map[string]string {
+	t.Helper()
+	roots := map[string]string{
+		"base":       manifest.Dir("base"),
+		"agent":      manifest.Dir("agent"),
+		"federation": manifest.FederationOverlay(t),
+	}
+	for _, o := range manifest.Overlays() {
+		roots[o] = manifest.Dir("overlays", o)
+	}
+	return roots
+}
+
+// dnsInShippedNamespace is a Service address in the shipped namespace:
+// <name>.otelcol-relay, with or without .svc[.cluster.local] and a port.
+var dnsInShippedNamespace = regexp.MustCompile(`[a-z0-9-]+\.otelcol-relay(\.svc(\.cluster\.local)?)?(:[0-9]+)?($|[^a-z0-9.-])`)
+
+// TestDeployNoShippedNamespaceLeftUnderUsersNamespace renders each movable root
+// under a user's namespace and reports every value still naming the shipped
+// namespace: a namespace field, a namespace selector's name, or a Service's DNS
+// name in it. Each one would point the moved install at objects that are not
+// there.
+func TestDeployNoShippedNamespaceLeftUnderUsersNamespace(t *testing.T) {
+	for name, root := range movableRoots(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, doc := range manifest.Docs(t, userKustomization(t, "team-obs", "a-", root)) {
+				var obj map[string]any
+				if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+					t.Fatal(err)
+				}
+				meta, _ := obj["metadata"].(map[string]any)
+				where := fmt.Sprintf("%v %v", obj["kind"], meta["name"])
+				walk(obj, "", func(path, v string) {
+					switch {
+					case strings.HasSuffix(path, ".namespace") && v == "otelcol-relay",
+						strings.Contains(path, "namespaceSelector") && v == "otelcol-relay",
+						dnsInShippedNamespace.MatchString(v):
+						t.Errorf("%s: %s names the shipped namespace: %q", where, path, excerpt(v))
+					}
+				})
+			}
+		})
+	}
+}
+
+// walk calls f with the path and value of every string in v.
+func walk(v any, path string, f func(path, v string)) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			walk(e, path+"."+k, f)
+		}
+	case []any:
+		for i, e := range x {
+			walk(e, fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	case string:
+		f(path, x)
+	}
+}
+
+// excerpt is the match's line in a multi-line value (a config file).
+func excerpt(v string) string {
+	loc := dnsInShippedNamespace.FindStringIndex(v)
+	if loc == nil {
+		return v
+	}
+	start := strings.LastIndexByte(v[:loc[0]], '\n') + 1
+	end := strings.IndexByte(v[loc[0]:], '\n')
+	if end < 0 {
+		return strings.TrimSpace(v[start:])
+	}
+	return strings.TrimSpace(v[start : loc[0]+end])
 }
