@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build cluster
+
+package cluster
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
+)
+
+// TestSecondInstallInOwnNamespace installs the relay a second time, beside the
+// package's install, the way a platform team moves it: their own kustomization
+// over the same overlay with `namespace:` and `namePrefix:` and nothing else,
+// its Secrets made with deploy/README.md's own commands for that namespace. The
+// second release's ServiceAccounts get their rights (the ClusterRoleBindings
+// follow them), its agent finds its own gateway, and an application's records
+// sent to its agent reach the backend carrying the application pod's identity;
+// the first install keeps running throughout.
+func TestSecondInstallInOwnNamespace(t *testing.T) {
+	const ns, prefix = "otelcol-relay-second", "second-"
+	p := install(t)
+	backendIP := podIP(t, backendNS, "app=backend")
+
+	// The second release's Secrets: the first's material, but a serving
+	// certificate for the second gateway's Service, from the same cluster CA.
+	dir := t.TempDir()
+	for _, f := range []string{"ca.crt", "backend-ca.crt", "agent.crt", "agent.key", "client.crt", "client.key", "fluent-bit.crt", "fluent-bit.key"} {
+		b, err := os.ReadFile(filepath.Join(p.dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, f), b)
+	}
+	svc := prefix + "otelcol-relay." + ns
+	gw := p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc",
+		DNSNames: []string{svc, svc + ".svc", svc + ".svc.cluster.local"}})
+	writeFile(t, filepath.Join(dir, "gw.crt"), gw.CertPEM)
+	writeFile(t, filepath.Join(dir, "gw.key"), gw.KeyPEM)
+	block := readmeBlock(t, "## What you create before applying", "**By hand.**")
+	if !strings.Contains(block, "\nNS=otelcol-relay\n") && !strings.HasPrefix(block, "NS=otelcol-relay\n") {
+		t.Fatal("deploy/README.md's by-hand block no longer starts from NS=otelcol-relay: the test cannot choose its namespace")
+	}
+	block = strings.Replace(block, "NS=otelcol-relay\n", "NS="+ns+"\n", 1)
+	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
+	sh(t, dir, []string{"TOKEN=cluster-test-token"}, block)
+
+	user := t.TempDir()
+	rel, err := filepath.Rel(user, installOverlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(user, "kustomization.yaml"), []byte(
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: "+ns+
+			"\nnamePrefix: "+prefix+"\nresources:\n  - "+rel+"\n"))
+	t.Cleanup(func() {
+		// The render's objects, the namespace and the cluster-scoped ones with it;
+		// logging's, shared with the first install, are not in it.
+		if out, err := kubectl(t, "", "delete", "-k", user, "--ignore-not-found", "--timeout=5m"); err != nil {
+			t.Errorf("removing the second install: %v\n%s", err, out)
+		}
+	})
+	mustKubectl(t, "", "apply", "--server-side", "-k", user)
+	mustKubectl(t, "", "-n", ns, "rollout", "status", "statefulset/"+prefix+"otelcol-relay", "--timeout=10m")
+	mustKubectl(t, "", "-n", ns, "rollout", "status", "daemonset/"+prefix+"otelcol-relay-agent", "--timeout=5m")
+
+	for _, sa := range []string{prefix + "otelcol-relay", prefix + "otelcol-relay-agent"} {
+		if out, err := kubectl(t, "", "auth", "can-i", "watch", "pods", "--all-namespaces", "--as=system:serviceaccount:"+ns+":"+sa); err != nil || strings.TrimSpace(out) != "yes" {
+			t.Errorf("ServiceAccount %s/%s may not watch pods (%q, %v): its ClusterRoleBinding did not follow it", ns, sa, strings.TrimSpace(out), err)
+		}
+	}
+
+	app := startApp(t, "second-install", "http://"+prefix+"otelcol-relay-agent."+ns+".svc:4318/v1/logs", 100)
+	waitAppAtBackend(t, app, backendIP, 200)
+	recs := appRecords(t, app, backendIP)
+	pod := strings.TrimSpace(mustKubectl(t, "", "-n", appNS, "get", "pods", "-l", "app=app-second-install", "-o", "jsonpath={.items[0].metadata.name}"))
+	for _, r := range recs {
+		if r.Resource["k8s.pod.name"] != pod || r.Resource["k8s.namespace.name"] != appNS {
+			t.Fatalf("through the second install: record %q has resource %v, want k8s.pod.name=%s in %s", r.Body, r.Resource, pod, appNS)
+		}
+	}
+	t.Logf("through the second install's agent and gateway: %d records, each with k8s.pod.name=%s", len(recs), pod)
+
+	// The first install is untouched: its relays and agent are still all Ready.
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=2m")
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=2m")
+}
