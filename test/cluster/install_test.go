@@ -83,9 +83,14 @@ func newPKI(t *testing.T) *pki {
 	pair("agent", ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent"}))
 	pair("fluent-bit", ca.Client(t, testcerts.Options{CommonName: "fluent-bit"}))
 	pair("client", backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay"}))
+	// One serving certificate for the backend in either namespace it runs in.
 	bsvc := "backend." + backendNS
+	var names []string
+	for _, ns := range []string{backendNS, secondBackendNS} {
+		names = append(names, "backend."+ns, "backend."+ns+".svc", "backend."+ns+".svc.cluster.local")
+	}
 	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc",
-		DNSNames: []string{bsvc, bsvc + ".svc", bsvc + ".svc.cluster.local"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}}))
+		DNSNames: names, IPs: []net.IP{net.ParseIP("127.0.0.1")}}))
 	return &pki{dir: dir, ca: ca, backendCA: backendCA}
 }
 
@@ -282,15 +287,17 @@ const exampleAPIKey = "cluster-test-example-key"
 
 // startBackend runs the OTLP backend over mutual TLS in its own namespace: HTTP for
 // the default backend, gRPC for the example one.
-func startBackend(t *testing.T, p *pki) {
+func startBackend(t *testing.T, p *pki) { startBackendIn(t, p, backendNS) }
+
+// startBackendIn runs the backend in namespace ns, as Service backend.<ns>.
+func startBackendIn(t *testing.T, p *pki, ns string) {
 	t.Helper()
-	mustKubectl(t, "", "create", "namespace", backendNS)
-	mustKubectl(t, "", "label", "namespace", backendNS, "otelcol-relay-cluster-test=true")
-	mustKubectl(t, "", "-n", backendNS, "create", "secret", "generic", "backend-tls",
+	applyTestNamespace(t, ns)
+	mustKubectl(t, "", "-n", ns, "create", "secret", "generic", "backend-tls",
 		"--from-file=tls.crt="+filepath.Join(p.dir, "backend.crt"),
 		"--from-file=tls.key="+filepath.Join(p.dir, "backend.key"),
 		"--from-file=ca.crt="+filepath.Join(p.dir, "backend-ca.crt"))
-	mustKubectl(t, toolDeployment("backend", backendNS, "backend", `
+	mustKubectl(t, toolDeployment("backend", ns, "backend", `
         env: [{name: API_KEY, value: `+exampleAPIKey+`}]
         ports: [{containerPort: 4318}, {containerPort: 4317}, {containerPort: 8080}]
         readinessProbe: {tcpSocket: {port: 4318}, periodSeconds: 2}
@@ -299,7 +306,7 @@ func startBackend(t *testing.T, p *pki) {
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: backend, namespace: `+backendNS+`}
+metadata: {name: backend, namespace: `+ns+`}
 spec:
   selector: {app: backend}
   ports: [{name: otlp-http, port: 4318}, {name: otlp-grpc, port: 4317}, {name: status, port: 8080}]

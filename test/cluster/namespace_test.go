@@ -13,18 +13,24 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
+// secondBackendNS is the namespace of the second install's own backend.
+const secondBackendNS = "otelcol-relay-backend-second"
+
 // TestSecondInstallInOwnNamespace installs the relay a second time, beside the
 // package's install, the way a platform team moves it: their own kustomization
 // over the same overlay with `namespace:` and `namePrefix:` and nothing else,
-// its Secrets made with deploy/README.md's own commands for that namespace. The
-// second release's ServiceAccounts get their rights (the ClusterRoleBindings
-// follow them), its agent finds its own gateway, and an application's records
-// sent to its agent reach the backend carrying the application pod's identity;
-// the first install keeps running throughout.
+// its Secrets made with deploy/README.md's own commands for that namespace, and
+// a backend of its own. The second release's ServiceAccounts get their rights
+// (the ClusterRoleBindings follow them), its agent finds its own gateway, and an
+// application's records sent to its agent reach its backend, and only that one,
+// carrying the application pod's identity; the first install keeps running.
 func TestSecondInstallInOwnNamespace(t *testing.T) {
 	const ns, prefix = "otelcol-relay-second", "second-"
 	p := install(t)
-	backendIP := podIP(t, backendNS, "app=backend")
+	firstBackendIP := podIP(t, backendNS, "app=backend")
+	startBackendIn(t, p, secondBackendNS)
+	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "namespace", secondBackendNS, "--wait=false") })
+	backendIP := podIP(t, secondBackendNS, "app=backend")
 
 	// The second release's Secrets: the first's material, but a serving
 	// certificate for the second gateway's Service, from the same cluster CA.
@@ -46,7 +52,7 @@ func TestSecondInstallInOwnNamespace(t *testing.T) {
 		t.Fatal("deploy/README.md's by-hand block no longer starts from NS=otelcol-relay: the test cannot choose its namespace")
 	}
 	block = strings.Replace(block, "NS=otelcol-relay\n", "NS="+ns+"\n", 1)
-	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
+	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", "https://backend."+secondBackendNS+".svc:4318")
 	sh(t, dir, []string{"TOKEN=cluster-test-token"}, block)
 
 	user := t.TempDir()
@@ -84,6 +90,11 @@ func TestSecondInstallInOwnNamespace(t *testing.T) {
 		}
 	}
 	t.Logf("through the second install's agent and gateway: %d records, each with k8s.pod.name=%s", len(recs), pod)
+	if first, _, err := backendAppRecords(firstBackendIP, app.run); err != nil {
+		t.Error(err)
+	} else if len(first) > 0 {
+		t.Errorf("the first install's backend has %d records of the second install's application", len(first))
+	}
 
 	// The first install is untouched: its relays and agent are still all Ready.
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=2m")
