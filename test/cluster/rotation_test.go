@@ -29,7 +29,7 @@ import (
 func TestBackendCertificateRotation(t *testing.T) {
 	p := install(t)
 	relayEnv(t, "RELAY_OTLP_TLS_RELOAD_INTERVAL=10s")
-	waitRelays(t, 2)
+	pinRelays(t, 2)
 	backendIP := podIP(t, backendNS, "app=backend")
 	containers := containerIDs(t)
 	reloads := certwatchReloads(t)

@@ -34,7 +34,7 @@ const drainTimeout = "RELAY_DRAIN_TIMEOUT=30s"
 func TestScaleInBackendDown(t *testing.T) {
 	install(t)
 	relayEnv(t, drainTimeout)
-	waitRelays(t, 2)
+	scaleTo(t, 2)
 	backendIP := podIP(t, backendNS, "app=backend")
 	prom := startPrometheus(t)
 	t.Cleanup(func() {
