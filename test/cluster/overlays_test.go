@@ -26,7 +26,7 @@ import (
 // going back to the manifests does.
 func TestExampleBackendOverlay(t *testing.T) {
 	p := install(t)
-	pinRelays(t, 2)
+	pinTwoRelays(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 
 	client := p.backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay-example"})
@@ -45,7 +45,7 @@ func TestExampleBackendOverlay(t *testing.T) {
 	t.Cleanup(func() { restoreInstall(t) })
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
-	pinRelays(t, 2) // the apply set the HPA's shipped bounds again
+	pinTwoRelays(t) // the apply set the HPA's shipped bounds again
 	t.Logf("example-backend applied over the aks install and rolled out in %s", time.Since(start).Round(time.Second))
 
 	l := startLoad(t, "example", 1000, 2)

@@ -85,7 +85,7 @@ func TestPlatformOverlay(t *testing.T) {
 			return ""
 		})
 	}
-	pinRelays(t, 2)
+	pinTwoRelays(t)
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
 	t.Logf("relays and agent Ready %s after the apply", time.Since(start).Round(100*time.Millisecond))
 	for _, pod := range getPods(t, relayNS).Items {

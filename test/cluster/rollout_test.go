@@ -24,7 +24,7 @@ import (
 // this one left: a change to the same value would roll nothing.
 func TestRollingUpgrade(t *testing.T) {
 	install(t)
-	pinRelays(t, 2)
+	pinTwoRelays(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 	l := startLoad(t, "rollout", 2000, 4)
 	time.Sleep(5 * time.Second)
@@ -111,7 +111,7 @@ func queuesEmpty(t *testing.T) {
 // and counted; missing numbers are not.
 func TestRelayPodKilled(t *testing.T) {
 	install(t)
-	before := pinRelays(t, 2)
+	before := pinTwoRelays(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 	l := startLoad(t, "kill", 2000, 4)
 	time.Sleep(10 * time.Second)

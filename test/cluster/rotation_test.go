@@ -29,7 +29,7 @@ import (
 func TestBackendCertificateRotation(t *testing.T) {
 	p := install(t)
 	relayEnv(t, "RELAY_OTLP_TLS_RELOAD_INTERVAL=10s")
-	pinRelays(t, 2)
+	pinTwoRelays(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 	containers := containerIDs(t)
 	reloads := certwatchReloads(t)

@@ -38,9 +38,9 @@ const scaleOutRate = 12000
 // Every number the sender had acknowledged reaches the backend.
 func TestScaleOutAndIn(t *testing.T) {
 	install(t)
-	scaleTo(t, 2) // from two, whatever the HPA did before; then free to scale out
+	scaleToTwo(t) // from two, whatever the HPA did before; then free to scale out
 	backendIP := podIP(t, backendNS, "app=backend")
-	t.Cleanup(func() { scaleTo(t, 2) })
+	t.Cleanup(func() { scaleToTwo(t) })
 
 	l := startLoad(t, "scale", scaleOutRate, 8)
 	start := time.Now()
@@ -135,29 +135,29 @@ func stsField(t *testing.T, jsonpath string) string {
 	return strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "statefulset", "otelcol-relay", "-o", "jsonpath="+jsonpath))
 }
 
-// scaleTo leaves the relays at n replicas under the shipped HPA bounds again: above
-// maxReplicas the HPA removes replicas at once, without its scale-down window.
-func scaleTo(t *testing.T, n int) {
+// scaleToTwo leaves the relays at two replicas under the shipped HPA bounds again:
+// above maxReplicas the HPA removes replicas at once, without its scale-down window.
+func scaleToTwo(t *testing.T) {
 	t.Helper()
-	setHPA(t, 2, n)
-	waitRelays(t, n)
+	setHPA(t, 2, 2)
+	waitRelays(t, 2)
 	setHPA(t, 2, 10)
 }
 
-// pinRelays holds the relays at n for the rest of the test: the HPA's bounds n..n
-// (above maxReplicas it removes replicas at once, below minReplicas it adds them),
-// and the shipped 2..10 again at the end if the install is still the aks one. A
-// test that counts relays must not see the HPA add one because a loaded node
-// pushed the relays' CPU over its target (it did, after another test's scale-in).
-func pinRelays(t *testing.T, n int) map[string]relayPod {
+// pinTwoRelays holds the relays at two for the rest of the test: the HPA's bounds
+// 2..2 (above maxReplicas it removes replicas at once), and the shipped 2..10 again
+// at the end if the install is still the aks one. A test that counts relays must
+// not see the HPA add one because a loaded node pushed the relays' CPU over its
+// target (it did, after another test's scale-in).
+func pinTwoRelays(t *testing.T) map[string]relayPod {
 	t.Helper()
-	setHPA(t, n, n)
+	setHPA(t, 2, 2)
 	t.Cleanup(func() {
 		if installState == "aks" {
 			setHPA(t, 2, 10)
 		}
 	})
-	return waitRelays(t, n)
+	return waitRelays(t, 2)
 }
 
 func setHPA(t *testing.T, minReplicas, maxReplicas int) {

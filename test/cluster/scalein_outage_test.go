@@ -34,12 +34,12 @@ const drainTimeout = "RELAY_DRAIN_TIMEOUT=30s"
 func TestScaleInBackendDown(t *testing.T) {
 	install(t)
 	relayEnv(t, drainTimeout)
-	scaleTo(t, 2)
+	scaleToTwo(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 	prom := startPrometheus(t)
 	t.Cleanup(func() {
 		_ = getJSON("http://"+backendIP+":8080/down?on=false", nil)
-		scaleTo(t, 2)
+		scaleToTwo(t)
 	})
 
 	setHPA(t, 3, 10) // below minReplicas the HPA scales up at once
