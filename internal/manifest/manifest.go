@@ -149,6 +149,32 @@ func OverlayOf(t tb.T, resources []string, components ...string) string {
 	return dir
 }
 
+// MovedTo writes the kustomization a user moves an install with: root (a folder)
+// as its one resource, kustomize's `namespace:` and `namePrefix:` over it, and
+// nothing else. It returns its folder.
+func MovedTo(t tb.T, root, namespace, prefix string) string {
+	t.Helper()
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := yaml.Marshal(map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"namespace":  namespace,
+		"namePrefix": prefix,
+		"resources":  []string{rel},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), k, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // FederationOverlay is deploy/base with deploy/components/federation and then the
 // given components, the way a user's overlay that federates includes them.
 func FederationOverlay(t tb.T, components ...string) string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -55,14 +56,7 @@ func TestSecondInstallInOwnNamespace(t *testing.T) {
 	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", "https://backend."+secondBackendNS+".svc:4318")
 	sh(t, dir, []string{"TOKEN=cluster-test-token"}, block)
 
-	user := t.TempDir()
-	rel, err := filepath.Rel(user, installOverlay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(user, "kustomization.yaml"), []byte(
-		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: "+ns+
-			"\nnamePrefix: "+prefix+"\nresources:\n  - "+rel+"\n"))
+	user := manifest.MovedTo(t, installOverlay, ns, prefix)
 	t.Cleanup(func() {
 		// The render's objects, the namespace and the cluster-scoped ones with it;
 		// logging's, shared with the first install, are not in it.

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,19 +29,13 @@ import (
 // pods run without their rights (k8s_attributes, the kubernetes filter,
 // federation's SubjectAccessReview are all forbidden).
 func TestDeployRBACFollowsUsersNamespace(t *testing.T) {
-	roots := map[string]string{
-		"base":       manifest.Dir("base"),
-		"agent":      manifest.Dir("agent"),
-		"fluent-bit": manifest.Dir("fluent-bit"),
-		"platform":   manifest.Dir("overlays", "platform"),
-		"federation": manifest.FederationOverlay(t),
-	}
-	for _, o := range manifest.Overlays() {
-		roots[o] = manifest.Dir("overlays", o)
-	}
+	// The movable roots, and those whose RBAC moves though other parts do not yet.
+	roots := movableRoots(t)
+	roots["fluent-bit"] = manifest.Dir("fluent-bit")
+	roots["platform"] = manifest.Dir("overlays", "platform")
 	for name, root := range roots {
 		t.Run(name, func(t *testing.T) {
-			dir := userKustomization(t, "team-obs", "a-", root)
+			dir := manifest.MovedTo(t, root, "team-obs", "a-")
 			accounts := map[string]bool{}
 			type binding struct {
 				Kind     string            `json:"kind"`
@@ -96,7 +88,7 @@ func TestDeployAgentFindsGatewayInUsersNamespace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var services []corev1.Service
 			var agents []appsv1.DaemonSet
-			for _, doc := range manifest.Docs(t, userKustomization(t, "team-obs", "a-", root)) {
+			for _, doc := range manifest.Docs(t, manifest.MovedTo(t, root, "team-obs", "a-")) {
 				var meta metav1.TypeMeta
 				manifest.UnmarshalLoose(t, doc, &meta)
 				switch meta.Kind {
@@ -133,31 +125,6 @@ func TestDeployAgentFindsGatewayInUsersNamespace(t *testing.T) {
 	}
 }
 
-// userKustomization writes a user's kustomization over root with namespace and
-// namePrefix, and returns its folder.
-func userKustomization(t *testing.T, namespace, prefix, root string) string {
-	t.Helper()
-	dir := t.TempDir()
-	rel, err := filepath.Rel(dir, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := yaml.Marshal(map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"namespace":  namespace,
-		"namePrefix": prefix,
-		"resources":  []string{rel},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), k, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // movableRoots are the install roots deploy/README.md says a user's kustomization
 // can move to another namespace and rename with a namePrefix.
 func movableRoots(t *testing.T) map[string]string {
@@ -185,7 +152,7 @@ var dnsInShippedNamespace = regexp.MustCompile(`[a-z0-9-]+\.otelcol-relay(\.svc(
 func TestDeployNoShippedNamespaceLeftUnderUsersNamespace(t *testing.T) {
 	for name, root := range movableRoots(t) {
 		t.Run(name, func(t *testing.T) {
-			for _, doc := range manifest.Docs(t, userKustomization(t, "team-obs", "a-", root)) {
+			for _, doc := range manifest.Docs(t, manifest.MovedTo(t, root, "team-obs", "a-")) {
 				var obj map[string]any
 				if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 					t.Fatal(err)
