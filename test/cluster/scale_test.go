@@ -148,7 +148,7 @@ func scaleToTwo(t *testing.T) {
 // 2..2 (above maxReplicas it removes replicas at once), and the shipped 2..10 again
 // at the end if the install is still the aks one. A test that counts relays must
 // not see the HPA add one because a loaded node pushed the relays' CPU over its
-// target (it did, after another test's scale-in).
+// target (it did in a cold CI run).
 func pinTwoRelays(t *testing.T) map[string]relayPod {
 	t.Helper()
 	setHPA(t, 2, 2)
