@@ -15,8 +15,11 @@
 # the API types, gRPC and the rest eight times over (337 MB of Go source against
 # 135 MB once); on a fresh two-core machine that was the longest step of CI. Each
 # binary is a test peer, not a release of its project: its dependencies are the
-# set's, not its own go.mod's. local-path-provisioner is the exception (it imports
-# logrus under both spellings, which one build of the set refuses) and builds alone.
+# set's, not its own go.mod's. local-path-provisioner imports github.com/Sirupsen/logrus
+# where the others import github.com/sirupsen/logrus, a case-insensitive collision that
+# one `go build` refuses, so it builds in the set's module but in a `go build` of its
+# own, after the others (alone, in its own module, it compiled a second client-go and
+# API types: about a fifth of the peers' CPU on a cold machine).
 #
 # Nothing is rebuilt that exists: a binary already in bin/ is kept, and builds are
 # cached outside the work tree (KUBE_PEERS_CACHE, default
@@ -60,8 +63,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The set: every version above, so a change to any one rebuilds them all (they
-# share dependencies). local-path's own build is keyed the same way for simplicity.
-set_id=$(printf '%s\n' "$etcd_version" "$kube_version" "$containerd_version" "$coredns_version" \
+# share dependencies), and the recipe's number, raised when how the set is built
+# changes what a binary contains (2: local-path builds in the set).
+recipe=2
+set_id=$(printf '%s\n' "$recipe" "$etcd_version" "$kube_version" "$containerd_version" "$coredns_version" \
 	"$metrics_server_version" "$kube_router_version" "$cert_manager_version" "$trust_manager_version" "$local_path_version" |
 	sha256sum | cut -c1-8)
 
@@ -76,6 +81,7 @@ pkg() {
 	kube-router) echo github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
 	cert-manager-controller) echo ./cert-manager-controller ;;
 	trust-manager) echo github.com/cert-manager/trust-manager/cmd/trust-manager ;;
+	local-path-provisioner) echo github.com/rancher/local-path-provisioner ;;
 	*) echo "kube-peers: no peer $1" >&2; return 1 ;;
 	esac
 }
@@ -96,7 +102,7 @@ installed() {
 	return 1
 }
 
-# set_module: the throwaway module every peer but local-path builds in.
+# set_module: the throwaway module every peer builds in.
 set_module() {
 	[ -f "$work/set/go.mod" ] && return
 	mkdir -p "$work/set/coredns" "$work/set/cert-manager-controller"
@@ -142,7 +148,17 @@ set_module() {
 			"github.com/containerd/containerd/v2@$containerd_version" "github.com/coredns/coredns@$coredns_version" \
 			"sigs.k8s.io/metrics-server@$metrics_server_version" "github.com/cloudnativelabs/kube-router/v2@$kube_router_version" \
 			"github.com/cert-manager/cert-manager@$cert_manager_version" "github.com/cert-manager/trust-manager@$trust_manager_version"
+		# A go get of its own: loaded with the others, its logrus import collides.
+		go get "github.com/rancher/local-path-provisioner@$local_path_version"
 	)
+}
+
+# child_cpu VAR: VAR gets the CPU seconds (user and system) of the children this
+# shell has waited for, so each build says what it cost besides how long it took
+# on a busy machine. `times` in this shell: a $(...) subshell has no children's times.
+child_cpu() {
+	times >"$work/times"
+	printf -v "$1" '%d' "$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] }; printf "%d", n }' "$work/times")"
 }
 
 # build NAME...: each NAME not installed yet, in one `go build` of the set (one
@@ -153,7 +169,8 @@ build() {
 	((${#todo[@]})) || return 0
 	echo "kube-peers: building ${todo[*]} (set $set_id)"
 	set_module
-	local minor=${kube_version#v1.} start=$SECONDS pkgs=()
+	local minor=${kube_version#v1.} start=$SECONDS cpu0 cpu1 pkgs=()
+	child_cpu cpu0
 	minor=${minor%%.*}
 	for c in "${todo[@]}"; do pkgs+=("$(pkg "$c")"); done
 	mkdir -p "$work/set/out"
@@ -174,42 +191,19 @@ build() {
 		cp "$out" "$cache/$c-$set_id"
 		mv "$out" "$bin/$c"
 	done
-	echo "kube-peers: built ${todo[*]} in $((SECONDS - start))s"
-}
-
-# local-path-provisioner: `go install` from its own go.mod (see the header).
-build_local_path() {
-	installed local-path-provisioner && return
-	echo "kube-peers: building local-path-provisioner $local_path_version"
-	local start=$SECONDS
-	mkdir -p "$work/gobin"
-	GOFLAGS=-buildvcs=false GOBIN="$work/gobin" nice -n "$niceness" go install -trimpath -gcflags=all=-dwarf=false \
-		-ldflags='-s -w' "github.com/rancher/local-path-provisioner@$local_path_version"
-	cp "$work/gobin/local-path-provisioner" "$cache/local-path-provisioner-$set_id"
-	mv "$work/gobin/local-path-provisioner" "$bin/local-path-provisioner"
-	echo "kube-peers: built local-path-provisioner in $((SECONDS - start))s"
+	child_cpu cpu1
+	echo "kube-peers: built ${todo[*]} in $((SECONDS - start))s, $((cpu1 - cpu0)) CPU-seconds"
 }
 
 if [ "${1:-}" = cluster ]; then
-	# etcd and kube-apiserver first, on their own: test/e2e starts once they are in
-	# bin/, and the second build reuses their compile cache. local-path beside them.
-	(
-		trap - EXIT
-		build etcd kube-apiserver
-		build kubelet kube-proxy kube-scheduler kube-controller-manager kubectl \
-			containerd containerd-shim-runc-v2 ctr coredns metrics-server kube-router \
-			cert-manager-controller trust-manager
-	) &
-	set_lane=$!
-	(
-		trap - EXIT
-		build_local_path
-	) &
-	lp_lane=$!
-	failed=0
-	wait "$set_lane" || failed=1
-	wait "$lp_lane" || failed=1
-	((failed == 0)) || { echo "kube-peers: a cluster peer failed to build (see above)" >&2; exit 1; }
+	# etcd and kube-apiserver first: test/e2e starts once they are in bin/, and the
+	# second build reuses their compile cache. local-path last, in a build of its
+	# own (see the header).
+	build etcd kube-apiserver
+	build kubelet kube-proxy kube-scheduler kube-controller-manager kubectl \
+		containerd containerd-shim-runc-v2 ctr coredns metrics-server kube-router \
+		cert-manager-controller trust-manager
+	build local-path-provisioner
 	"$bin/kubelet" --version
 	"$bin/containerd" --version
 	exit 0

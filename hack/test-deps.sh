@@ -37,8 +37,8 @@ if ((${#apt_pkgs[@]})); then
 fi
 
 # etcd and kube-apiserver for the deploy/ and k8s_attributes tests, and kubelet,
-# containerd, kube-proxy, ... for test/cluster: `cluster` builds them all, in two
-# lanes side by side, and caches them by version (hack/kube-peers.sh). With
+# containerd, kube-proxy, ... for test/cluster: `cluster` builds them all, in one
+# throwaway module, and caches them by version (hack/kube-peers.sh). With
 # `packages`, only the Debian packages: make test builds the peers itself, in the
 # background while the tests that need none run (hack/test.sh).
 if [ "${1:-}" != packages ]; then
