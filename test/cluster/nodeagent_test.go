@@ -22,7 +22,7 @@ import (
 // address after the CNI's hairpin masquerade, as kubenet's does on AKS (the agent's
 // NetworkPolicy does not stop it: policy implementations admit the node's own
 // addresses). No pod has that address, so nothing may carry a pod's identity.
-// deploy/README.md and the agent's manifests say to use the Service; this shows why.
+// deploy/docs/agent.md and the agent's manifests say to use the Service; this shows why.
 func TestAgentAssociatesByConnection(t *testing.T) {
 	install(t)
 	backendIP := podIP(t, backendNS, "app=backend")

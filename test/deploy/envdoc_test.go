@@ -18,22 +18,22 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
-// documentedVar is a variable name as deploy/README.md writes it: NAME,
+// documentedVar is a variable name as deploy/docs/environment.md writes it: NAME,
 // NAME_{A,B}_FILE for several, NAME_<n> for a numbered family, NAME=value.
 var documentedVar = regexp.MustCompile("`([A-Z][A-Z0-9_]*(?:\\{[A-Z0-9,]+\\}[A-Z0-9_]*)?(?:<n>)?)(?:=[^`]*)?`")
 
-// documentedEnv reads deploy/README.md's "Environment the manifests set": for each
+// documentedEnv reads deploy/docs/environment.md, "Environment the manifests set": for each
 // workload paragraph (it starts with the workload's name), the variables it names,
 // as patterns.
 func documentedEnv(t *testing.T) map[string][]*regexp.Regexp {
 	t.Helper()
-	raw, err := os.ReadFile(e2e.RepoRoot() + "/deploy/README.md")
+	raw, err := os.ReadFile(e2e.RepoRoot() + "/deploy/docs/environment.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(raw), "\n## Environment the manifests set\n")
+	_, section, ok := strings.Cut(string(raw), "# Environment the manifests set\n")
 	if !ok {
-		t.Fatal("deploy/README.md has no section Environment the manifests set")
+		t.Fatal("deploy/docs/environment.md has no section Environment the manifests set")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	out := map[string][]*regexp.Regexp{}
@@ -79,7 +79,7 @@ func containerEnv(t *testing.T, r manifest.Rendered, c corev1.Container) []strin
 }
 
 // TestDeployEnvironmentIsDocumented: every variable the relay, federation and the
-// agent get from the shipped overlays and components is in deploy/README.md's
+// agent get from the shipped overlays and components is in deploy/docs/environment.md,
 // "Environment the manifests set" under its workload, and every variable named
 // there is set by one of them. (overlays/example-backend's own backend variables
 // are in its section.)
@@ -113,12 +113,12 @@ func TestDeployEnvironmentIsDocumented(t *testing.T) {
 	for _, workload := range []string{"Relay", "Federation", "Agent"} {
 		for _, name := range slices.Sorted(maps.Keys(set[workload])) {
 			if !slices.ContainsFunc(doc[workload], func(re *regexp.Regexp) bool { return re.MatchString(name) }) {
-				t.Errorf("%s: the manifests set %s, which deploy/README.md's \"Environment the manifests set\" does not name", workload, name)
+				t.Errorf("%s: the manifests set %s, which deploy/docs/environment.md (\"Environment the manifests set\") does not name", workload, name)
 			}
 		}
 		for _, re := range doc[workload] {
 			if !slices.ContainsFunc(slices.Collect(maps.Keys(set[workload])), re.MatchString) {
-				t.Errorf("%s: deploy/README.md names %s, which no manifest sets", workload, strings.Trim(re.String(), "^$"))
+				t.Errorf("%s: deploy/docs/environment.md names %s, which no manifest sets", workload, strings.Trim(re.String(), "^$"))
 			}
 		}
 	}

@@ -60,7 +60,7 @@ func declaredMetrics(t *testing.T) map[string]bool {
 // names is one our components declare or one the built binary serves (scraped
 // with the alert test's config, which makes the exporter, receiver, queue and
 // process series appear), so a query copied from the docs finds data; every alert
-// a doc names is in components/alerts, and deploy/README.md names every alert
+// a doc names is in components/alerts, and deploy/docs/monitoring.md names every alert
 // it ships.
 func TestDeployDocsNameShippedMetricsAndAlerts(t *testing.T) {
 	declared := declaredMetrics(t)
@@ -109,10 +109,10 @@ func TestDeployDocsNameShippedMetricsAndAlerts(t *testing.T) {
 			t.Errorf("%v name alert %s, which components/alerts does not ship (it has %v)", where, a, shippedNames)
 		}
 	}
-	readme := readDoc(t, "deploy/README.md")
+	readme := readDoc(t, "deploy/docs/monitoring.md")
 	for _, a := range shippedNames {
 		if !strings.Contains(readme, "`"+a+"`") {
-			t.Errorf("components/alerts ships %s, which deploy/README.md does not name", a)
+			t.Errorf("components/alerts ships %s, which deploy/docs/monitoring.md does not name", a)
 		}
 	}
 }

@@ -199,7 +199,7 @@ func relabeledJob(ep monitorEndpoint, job string) string {
 // TestDeployMonitoringSelectedByPrometheus: prometheus-operator ignores a monitor or
 // rule whose labels its Prometheus does not select, silently. The platform overlay
 // labels every monitoring.coreos.com object with kube-prometheus-stack's `release`
-// selector, so they are picked up; the label is the knob deploy/README.md documents.
+// selector, so they are picked up; the label is the knob deploy/docs/monitoring.md documents.
 func TestDeployMonitoringSelectedByPrometheus(t *testing.T) {
 	dir := manifest.Dir("overlays", "platform")
 	kinds := map[string]int{}

@@ -2,7 +2,8 @@
 
 package docs_test
 
-// The install commands of deploy/README.md, read as a user copies them.
+// The install commands of deploy/README.md and the pages of deploy/docs, read as a
+// user copies them.
 
 import (
 	"os"
@@ -71,6 +72,16 @@ func shBlocks(t *testing.T, path string) []shBlock {
 	return blocks
 }
 
+// installDocs are the install guide and its operations and reference pages.
+func installDocs(t *testing.T, root string) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(root, "deploy", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{filepath.Join(root, "deploy", "README.md")}, pages...)
+}
+
 var kubectlCreate = regexp.MustCompile(`\bkubectl\b.*\bcreate (namespace|configmap|secret)\b`)
 
 // fromZero is the section whose commands run on a cluster where nothing of
@@ -89,29 +100,33 @@ const fromZero = "## Certificates from cert-manager"
 func TestDeployReadmeCommandsReplaceWhatExists(t *testing.T) {
 	const apply = "--dry-run=client -o yaml | kubectl apply --server-side --force-conflicts -f -"
 	seen := 0
-	for _, b := range shBlocks(t, filepath.Join(repoRoot(t), "deploy", "README.md")) {
-		if b.section == fromZero {
-			continue
-		}
-		for _, c := range b.commands {
-			if !kubectlCreate.MatchString(c) {
+	root := repoRoot(t)
+	for _, doc := range installDocs(t, root) {
+		rel, _ := filepath.Rel(root, doc)
+		for _, b := range shBlocks(t, doc) {
+			if b.section == fromZero {
 				continue
 			}
-			seen++
-			if !strings.Contains(c, apply) {
-				t.Errorf("deploy/README.md %q: %q fails on an object that exists already (hack/dev-certs.sh made it): end it with %q", b.section, c, apply)
+			for _, c := range b.commands {
+				if !kubectlCreate.MatchString(c) {
+					continue
+				}
+				seen++
+				if !strings.Contains(c, apply) {
+					t.Errorf("%s %q: %q fails on an object that exists already (hack/dev-certs.sh made it): end it with %q", rel, b.section, c, apply)
+				}
 			}
 		}
 	}
 	if seen == 0 {
-		t.Fatal("deploy/README.md has no kubectl create command: the parser is wrong")
+		t.Fatal("deploy/README.md and deploy/docs have no kubectl create command: the parser is wrong")
 	}
 }
 
 // TestDeployReadmeInstallsAnImageTheNodesPull: the manifests name the image `make
 // image` tags, on localhost/ where no node pulls from. Every section of
-// deploy/README.md that applies a shipped overlay as it is says how `images:`
-// points it at a registry, and the AKS section says so for AKS.
+// deploy/README.md and deploy/docs that applies a shipped overlay as it is says how
+// `images:` points it at a registry, and the AKS page says so for AKS.
 func TestDeployReadmeInstallsAnImageTheNodesPull(t *testing.T) {
 	root := repoRoot(t)
 	raw, err := os.ReadFile(filepath.Join(root, "deploy", "components", "image", "kustomization.yaml"))
@@ -129,23 +144,26 @@ func TestDeployReadmeInstallsAnImageTheNodesPull(t *testing.T) {
 	if len(k.Images) == 0 || !strings.HasPrefix(k.Images[0].NewName, "localhost/") {
 		t.Skipf("the manifests name %+v, not a localhost/ image", k.Images)
 	}
-	for _, b := range shBlocks(t, filepath.Join(root, "deploy", "README.md")) {
-		for _, c := range b.commands {
-			if strings.Contains(c, "-k deploy/overlays/") && !strings.Contains(b.prose, "`images:`") {
-				t.Errorf("deploy/README.md %q: %q runs %s, which a node cannot pull, and the section does not say how `images:` changes it", b.section, c, k.Images[0].NewName)
+	for _, doc := range installDocs(t, root) {
+		rel, _ := filepath.Rel(root, doc)
+		for _, b := range shBlocks(t, doc) {
+			for _, c := range b.commands {
+				if strings.Contains(c, "-k deploy/overlays/") && !strings.Contains(b.prose, "`images:`") {
+					t.Errorf("%s %q: %q runs %s, which a node cannot pull, and the section does not say how `images:` changes it", rel, b.section, c, k.Images[0].NewName)
+				}
 			}
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "deploy", "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "deploy", "docs", "aks.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	aks := false
-	if _, after, ok := strings.Cut(string(readme), "\n## AKS\n"); ok {
+	if _, after, ok := strings.Cut(string(readme), "# AKS\n"); ok {
 		body, _, _ := strings.Cut(after, "\n## ")
 		aks = strings.Contains(body, "`images:`")
 	}
 	if !aks {
-		t.Errorf("deploy/README.md's AKS section does not say that AKS nodes need the image from a registry (`images:`)")
+		t.Errorf("deploy/docs/aks.md does not say that AKS nodes need the image from a registry (`images:`)")
 	}
 }

@@ -77,7 +77,7 @@ func newSeriesTarget(t *testing.T, n int) *seriesTarget {
 // realistic series count, through config/federation.yaml and a real Prometheus,
 // and checks the manifest's CPU request against it; then, with the backend down,
 // what a scrape adds to the queue (how long an outage the persistent queue rides
-// out). deploy/README.md quotes its figures. The default size (10,000 series
+// out). deploy/docs/sizing.md quotes its figures. The default size (10,000 series
 // every 5 s) keeps it short; OTELCOL_RELAY_FEDERATION_SERIES=100000
 // OTELCOL_RELAY_FEDERATION_INTERVAL=30s is the full measurement.
 func TestFederationCapacity(t *testing.T) {
@@ -105,7 +105,7 @@ func TestFederationCapacity(t *testing.T) {
 	}) {
 		t.Fatalf("prometheus does not hold the %d series of the target", target.Series)
 	}
-	// OTELCOL_RELAY_FEDERATION_QUEUE=memory measures the alternative the README
+	// OTELCOL_RELAY_FEDERATION_QUEUE=memory measures the alternative deploy/docs/sizing.md
 	// rejects: the same bound, in memory (no storage).
 	inMemory := os.Getenv("OTELCOL_RELAY_FEDERATION_QUEUE") == "memory"
 	if inMemory {
@@ -139,10 +139,10 @@ func TestFederationCapacity(t *testing.T) {
 	t.Logf("federation of %d series (%.0f points per scrape) every %s: %.0f CPU-ms per scrape, %.2f CPU-ms per 1,000 series; peak RSS %.0f MiB",
 		target.Series, points, interval, float64(cpu.Microseconds())/1000, perSeries*1e6, e2e.MiB(sampler.PeakRSS()))
 
-	// At the documented capacity, 300,000 series (a 1Gi limit, deploy/README.md)
+	// At the documented capacity, 300,000 series (a 1Gi limit, deploy/docs/sizing.md)
 	// every 30 s, one scrape must finish within its interval on one core, or
 	// federation falls behind whatever it is given. The manifest's request is
-	// set from the full measurement (deploy/README.md): logged against it here.
+	// set from the full measurement (deploy/docs/sizing.md): logged against it here.
 	const capacitySeries, capacityInterval = 300000, 30 * time.Second
 	need := perSeries * capacitySeries / capacityInterval.Seconds()
 	sts := manifest.Render(t, manifest.FederationOverlay(t)).StatefulSetOf(t, "federation")

@@ -18,7 +18,7 @@ import (
 // and lost: /federate has no history to fetch it from later. When the backend
 // returns, every queued scrape is delivered and federation goes on. The bound is
 // made small here (about three scrapes) to reach it quickly; how long the default
-// 2 GiB lasts is measured by TestFederationCapacity (deploy/README.md).
+// 2 GiB lasts is measured by TestFederationCapacity (deploy/docs/sizing.md).
 func TestFederationBackendOutageQueueFull(t *testing.T) {
 	const interval = 2 * time.Second
 	// A demo scrape is ~2.8 KB in the queue: three fit, the fourth does not.

@@ -32,7 +32,7 @@ import (
 // startupQueueMiB is the queue the test starts on by default: 256 MiB keeps it
 // short in `make test`; the time grows with the file (compaction copies it), so
 // it is scaled to 1 GiB before the budget check. OTELCOL_RELAY_STARTUP_QUEUE_MIB=1024
-// measures the full figure deploy/README.md quotes.
+// measures the full figure deploy/docs/troubleshooting.md quotes.
 const startupQueueMiB = 256
 
 // TestStartupOnFullQueue runs config/gateway.yaml with its backend down until

@@ -126,7 +126,7 @@ service:
 // real Prometheus behind a bearer-token proxy, and logs flowing to both backends.
 // It also shows the one part of that shape our safety rules refuse (a plaintext
 // exporter not named plaintext-*) and that the certwatch variant in
-// deploy/README.md validates.
+// deploy/docs/tigera.md validates.
 func TestOperatorRenderedConfigRuns(t *testing.T) {
 	// The operator's trusted bundle: one CA for the receiver's clients and for the
 	// Prometheus authn-proxy.
@@ -192,7 +192,7 @@ func TestOperatorRenderedConfigRuns(t *testing.T) {
 			t.Fatalf("refusal does not name the exporter and the reason:\n%s", out)
 		}
 	}
-	// deploy/README.md's certwatch lines for this shape: the exporter's tls block
+	// deploy/docs/tigera.md's certwatch lines for this shape: the exporter's tls block
 	// moves to certwatch/corp (which builds the whole TLS configuration, so any
 	// tls field left on the exporter is refused), named as middleware.
 	cw := c
