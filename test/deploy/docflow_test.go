@@ -17,11 +17,11 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
-// userDocs are the tracked Markdown files a user reads; docs/decisions keep the
-// alternatives that were turned down, in their own words.
+// userDocs are the Markdown files a user reads, tracked or new (not ignored);
+// docs/decisions keep the alternatives that were turned down, in their own words.
 func userDocs(t *testing.T) []string {
 	t.Helper()
-	cmd := exec.Command("git", "ls-files", "*.md")
+	cmd := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md")
 	cmd.Dir = e2e.RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {

@@ -50,7 +50,9 @@ func TestDeployNetworkPolicyDNS(t *testing.T) {
 	for _, o := range append([]string{"../base", "../agent"}, manifest.Overlays()...) {
 		pols := networkPolicies(t, manifest.Dir("overlays", o))
 		for _, pod := range []map[string]string{gatewayPod, agentPod} {
-			if !selectsAny(pols, pod) {
+			// Only a policy with Egress isolates a pod's egress: deploy/agent's
+			// ingress rule for the relay does not, alone.
+			if !selectsAny(withType(pols, networkingv1.PolicyTypeEgress), pod) {
 				continue
 			}
 			for _, dst := range dnsServers {
@@ -126,6 +128,17 @@ func selectsAny(pols []networkingv1.NetworkPolicy, pod map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// withType: the policies among pols whose policyTypes name typ.
+func withType(pols []networkingv1.NetworkPolicy, typ networkingv1.PolicyType) []networkingv1.NetworkPolicy {
+	var out []networkingv1.NetworkPolicy
+	for _, p := range pols {
+		if hasType(p, typ) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func hasType(p networkingv1.NetworkPolicy, typ networkingv1.PolicyType) bool {
