@@ -57,8 +57,16 @@ type scrapeTarget struct {
 // of deploy/components/alerts selects the job labels the scrapes produce. Before,
 // only the relay's Service was scraped, so the federation alerts saw no data.
 func TestDeployMonitoringCoversRelayAndFederation(t *testing.T) {
-	// The platform overlay federating (it does not as shipped).
-	dir := manifest.OverlayOf(t, []string{manifest.Dir("overlays", "platform")}, manifest.Dir("components", "federation"))
+	// The platform overlay federating (it does not as shipped), and the same moved
+	// to a user's namespace under a namePrefix: the jobs must not follow the names.
+	shipped := manifest.OverlayOf(t, []string{manifest.Dir("overlays", "platform")}, manifest.Dir("components", "federation"))
+	for name, dir := range map[string]string{"as shipped": shipped, "moved to team-obs as a-": manifest.MovedTo(t, shipped, "team-obs", "a-")} {
+		t.Run(name, func(t *testing.T) { monitoringCovers(t, dir) })
+	}
+}
+
+func monitoringCovers(t *testing.T, dir string) {
+	t.Helper()
 	var monitors []monitor
 	for _, doc := range manifest.Docs(t, dir) {
 		var m monitor
