@@ -98,29 +98,35 @@ func newPKI(t *testing.T) *pki {
 // heading.
 func readmeBlock(t *testing.T, heading, marker string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "README.md"))
+	return docBlock(t, "deploy/README.md", heading, marker)
+}
+
+// docBlock is the first ```sh block after marker in doc's section heading.
+func docBlock(t *testing.T, doc, heading, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(doc)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i := strings.Index(s, "\n"+heading+"\n")
 	if i < 0 {
-		t.Fatalf("deploy/README.md has no section %q", heading)
+		t.Fatalf("%s has no section %q", doc, heading)
 	}
 	s = s[i:]
 	if k := strings.Index(s, marker); k >= 0 {
 		s = s[k:]
 	} else {
-		t.Fatalf("deploy/README.md %q: no %q", heading, marker)
+		t.Fatalf("%s %q: no %q", doc, heading, marker)
 	}
 	j := strings.Index(s, "```sh\n")
 	if j < 0 {
-		t.Fatalf("deploy/README.md %q: no sh block", heading)
+		t.Fatalf("%s %q: no sh block", doc, heading)
 	}
 	s = s[j+len("```sh\n"):]
 	k := strings.Index(s, "```")
 	if k < 0 {
-		t.Fatalf("deploy/README.md %q: sh block has no closing ```", heading)
+		t.Fatalf("%s %q: sh block has no closing ```", doc, heading)
 	}
 	return s[:k]
 }

@@ -45,13 +45,21 @@ type load struct {
 // startLoad runs sender pod load-<run> at rate records/s from workers connections.
 func startLoad(t *testing.T, run string, rate, workers int) *load {
 	t.Helper()
+	return startLoadIn(t, loggingNS, "app.kubernetes.io/name: fluent-bit", run, rate, workers)
+}
+
+// startLoadIn is startLoad from a pod in namespace ns with the labels given (YAML
+// flow-map entries), which must hold ConfigMap otelcol-relay-ca and Secret
+// otelcol-relay-fluent-bit-tls as logging does.
+func startLoadIn(t *testing.T, ns, labels, run string, rate, workers int) *load {
+	t.Helper()
 	name := "load-" + run
 	mustKubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: %[1]s
   namespace: %[2]s
-  labels: {app.kubernetes.io/name: fluent-bit, otelcol-relay-load: "%[3]s"}
+  labels: {%[6]s, otelcol-relay-load: "%[3]s"}
 spec:
   containers:
   - name: load
@@ -77,9 +85,9 @@ spec:
       sources:
       - configMap: {name: otelcol-relay-ca, items: [{key: ca.crt, path: ca.crt}]}
       - secret: {name: otelcol-relay-fluent-bit-tls, items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]}
-`, name, loggingNS, run, rate, workers), "apply", "--server-side", "-f", "-")
-	l := &load{run: run, ip: podIP(t, loggingNS, "otelcol-relay-load="+run)}
-	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", loggingNS, "delete", "pod", name, "--wait=false") })
+`, name, ns, run, rate, workers, labels), "apply", "--server-side", "-f", "-")
+	l := &load{run: run, ip: podIP(t, ns, "otelcol-relay-load="+run)}
+	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", ns, "delete", "pod", name, "--wait=false") })
 	return l
 }
 
