@@ -27,7 +27,7 @@
 # so a fresh clone on the same machine (CI) only copies them. Without DWARF (the
 # binaries are stripped anyway, and generating it is compile time), at priority
 # KUBE_PEERS_NICE (default 10: a background job beside a developer's work; CI
-# gives it 0, as the longest chain of its run).
+# gives it -3, ahead of the rest, as the longest chain of its run).
 #
 # Usage: hack/kube-peers.sh [cluster]  (BIN=dir to install elsewhere)
 set -euo pipefail
