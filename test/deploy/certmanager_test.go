@@ -225,6 +225,12 @@ func TestDeployCertManagerWiring(t *testing.T) {
 	if vhost == "" {
 		t.Fatal("deploy/fluent-bit/fluent-bit.yaml: no output sets tls.vhost")
 	}
+	// fluent-bit expands ${VAR} from its container's environment.
+	fbEnv := map[string]string{}
+	for _, d := range manifest.Render(t, manifest.Dir("fluent-bit")).DaemonSets {
+		fbEnv = manifest.Env(d.Namespace, d.Spec.Template.Spec.Containers[0])
+	}
+	vhost = os.Expand(vhost, func(k string) string { return fbEnv[k] })
 	var agentGateway string
 	for _, d := range r.ds {
 		if v, ok := manifest.Env(d.Namespace, d.Spec.Template.Spec.Containers[0])["OTELCOL_RELAY_GATEWAY"]; ok {

@@ -146,6 +146,7 @@ func TestDeployFluentBitHelmValues(t *testing.T) {
 		Image                 struct{ Repository, Tag string }
 		ExistingConfigMap     string `json:"existingConfigMap"`
 		Command, Args         []string
+		Env                   []corev1.EnvVar
 		VolumeMounts          []corev1.VolumeMount `json:"volumeMounts"`
 		DaemonSetVolumes      []corev1.Volume      `json:"daemonSetVolumes"`
 		DaemonSetVolumeMounts []corev1.VolumeMount `json:"daemonSetVolumeMounts"`
@@ -172,11 +173,19 @@ func TestDeployFluentBitHelmValues(t *testing.T) {
 		Tolerations:        v.Tolerations,
 		Volumes:            append(append([]corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: v.ExistingConfigMap}}}}}, v.DaemonSetVolumes...), v.ExtraVolumes...),
 		Containers: []corev1.Container{{
-			Name: "fluent-bit", Command: v.Command, Args: v.Args,
+			Name: "fluent-bit", Command: v.Command, Args: v.Args, Env: v.Env,
 			VolumeMounts: append(append([]corev1.VolumeMount{{Name: "config", MountPath: "/fluent-bit/etc/conf"}}, v.DaemonSetVolumeMounts...), v.ExtraVolumeMounts...),
 		}},
 	}
 	checkFluentBitPod(t, r, spec)
+	// fluent-bit.yaml reads the relay's address from the environment: the chart's
+	// pod sets every variable the DaemonSet sets, to the same value.
+	helmEnv := manifest.Env(ds.Namespace, spec.Containers[0])
+	for k, want := range manifest.Env(ds.Namespace, ds.Spec.Template.Spec.Containers[0]) {
+		if got, ok := helmEnv[k]; !ok || got != want {
+			t.Errorf("Helm values env %s = %q, the DaemonSet sets %q", k, got, want)
+		}
+	}
 	// The chart's pod mounts the client key as the DaemonSet does: without a
 	// defaultMode its files are 0644, readable by every user in the container.
 	for _, hv := range spec.Volumes {
