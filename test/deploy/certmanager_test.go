@@ -226,10 +226,8 @@ func TestDeployCertManagerWiring(t *testing.T) {
 		t.Fatal("deploy/fluent-bit/fluent-bit.yaml: no output sets tls.vhost")
 	}
 	// fluent-bit expands ${VAR} from its container's environment.
-	fbEnv := map[string]string{}
-	for _, d := range manifest.Render(t, manifest.Dir("fluent-bit")).DaemonSets {
-		fbEnv = manifest.Env(d.Namespace, d.Spec.Template.Spec.Containers[0])
-	}
+	_, fbDS := fluentBitDaemonSet(t)
+	fbEnv := manifest.Env(fbDS.Namespace, fbDS.Spec.Template.Spec.Containers[0])
 	vhost = os.Expand(vhost, func(k string) string { return fbEnv[k] })
 	var agentGateway string
 	for _, d := range r.ds {

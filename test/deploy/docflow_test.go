@@ -21,20 +21,26 @@ import (
 // docs/decisions keep the alternatives that were turned down, in their own words.
 func userDocs(t *testing.T) []string {
 	t.Helper()
-	cmd := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md")
-	cmd.Dir = e2e.RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
-	}
 	var docs []string
-	for _, f := range strings.Fields(string(out)) {
+	for _, f := range gitFiles(t, "--cached", "--others", "--exclude-standard", "*.md") {
 		if strings.HasPrefix(f, "docs/decisions/") || strings.HasPrefix(f, "bench/results/") || strings.HasPrefix(f, "CHANGELOG") {
 			continue
 		}
 		docs = append(docs, f)
 	}
 	return docs
+}
+
+// gitFiles is what `git ls-files args...` lists, relative to the repository root.
+func gitFiles(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"ls-files"}, args...)...)
+	cmd.Dir = e2e.RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git ls-files %v: %v", args, err)
+	}
+	return strings.Fields(string(out))
 }
 
 func readDoc(t *testing.T, doc string) string {

@@ -86,14 +86,8 @@ func mtlsListedFirst(t *testing.T) []string {
 		f := slices.IndexFunc(entries, func(e string) bool { return name(e) == "federation" })
 		return m >= 0 && f >= 0 && m < f
 	}
-	cmd := exec.Command("git", "ls-files", "*kustomization.yaml")
-	cmd.Dir = e2e.RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
-	}
 	var where []string
-	for _, f := range strings.Fields(string(out)) {
+	for _, f := range gitFiles(t, "*kustomization.yaml") {
 		raw, err := os.ReadFile(filepath.Join(e2e.RepoRoot(), f))
 		if err != nil {
 			t.Fatal(err)
