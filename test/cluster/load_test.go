@@ -70,7 +70,6 @@ spec:
     - {name: RUN, value: "%[3]s"}
     - {name: RATE, value: "%[4]d"}
     - {name: WORKERS, value: "%[5]d"}
-    - {name: MAX_IDLE, value: "%[5]d"}
     # Records the size of the bench's fluent-bit ones (~1.1 KB), so figures compare.
     - {name: PAD, value: "1000"}
     - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}

@@ -36,7 +36,6 @@ type loader struct {
 	batch   int
 	recycle int
 	attrs   map[string]string
-	post    func(ctx context.Context, gz []byte, closeConn bool) (int, error)
 
 	next    atomic.Int64 // the last number handed to a chunk
 	rate    atomic.Int64 // records per second; 0 pauses
@@ -59,16 +58,17 @@ type loadStats struct {
 }
 
 func load() error {
-	var s *sender
-	if u := os.Getenv("URL"); strings.HasPrefix(u, "http://") {
-		// An application's plain OTLP/HTTP to the node agent.
-		s = &sender{url: u, client: &http.Client{Timeout: 30 * time.Second,
-			Transport: &http.Transport{MaxIdleConnsPerHost: atoiOr("MAX_IDLE", 1)}}}
-	} else {
-		var err error
-		if s, err = newSender(); err != nil {
-			return err
+	// A connection of its own per worker, as each fluent-bit output worker keeps its
+	// own. With one pool for all, the idle connection returned last was taken first,
+	// so the replica that answered fastest got more chunks than kube-proxy's choice
+	// per connection gave it (one got 12% of four in TestScaleOutAndIn).
+	newSenderFor := func() (*sender, error) {
+		if u := os.Getenv("URL"); strings.HasPrefix(u, "http://") {
+			// An application's plain OTLP/HTTP to the node agent.
+			return &sender{url: u, client: &http.Client{Timeout: 30 * time.Second,
+				Transport: &http.Transport{MaxIdleConnsPerHost: 1}}}, nil
 		}
+		return newSender()
 	}
 	l := &loader{
 		run:     envOr("RUN", "1"),
@@ -90,9 +90,6 @@ func load() error {
 		l.attrs["k8s.pod.uid"] = os.Getenv("POD_UID")
 		l.attrs["k8s.container.name"] = envOr("CONTAINER_NAME", "load")
 	}
-	l.post = func(ctx context.Context, gz []byte, closeConn bool) (int, error) {
-		return s.postCtx(ctx, gz, closeConn)
-	}
 	l.rate.Store(int64(atoiOr("RATE", 0)))
 	http.HandleFunc("/status", l.handleStatus)
 	http.HandleFunc("/rate", func(w http.ResponseWriter, r *http.Request) {
@@ -113,7 +110,11 @@ func load() error {
 	go l.pace(chunks)
 	workers := atoiOr("WORKERS", 4)
 	for range workers {
-		go l.work(chunks)
+		s, err := newSenderFor()
+		if err != nil {
+			return err
+		}
+		go l.work(chunks, s)
 	}
 	select {}
 }
@@ -139,14 +140,14 @@ func (l *loader) pace(chunks chan<- int64) {
 	}
 }
 
-func (l *loader) work(chunks <-chan int64) {
+func (l *loader) work(chunks <-chan int64, s *sender) {
 	sent := 0
 	for first := range chunks {
 		gz := l.chunk(first)
 		for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 			sent++
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			status, err := l.post(ctx, gz, sent%l.recycle == 0)
+			status, err := s.postCtx(ctx, gz, sent%l.recycle == 0)
 			cancel()
 			l.mu.Lock()
 			l.stats.Requests++
