@@ -187,16 +187,18 @@ func FederationOverlay(t tb.T, components ...string) string {
 }
 
 // FederationOverlays are the overlays that run federation: tigera's, and base with
-// the federation component as shipped, sharded, over plain http, and with the
-// default backend's mutual TLS.
+// the federation component as shipped, sharded, over plain http, with the
+// default backend's mutual TLS, and with a backends list of its own beside the
+// relay's.
 func FederationOverlays(t tb.T) map[string]string {
 	t.Helper()
 	return map[string]string{
-		"tigera":          Dir("overlays", "tigera"),
-		"federation":      FederationOverlay(t),
-		"sharded":         FederationOverlay(t, "federation-shards"),
-		"plain-http":      FederationOverlay(t, "federation-plain-http"),
-		"federation-mtls": FederationOverlay(t, "backend-default-mtls"),
+		"tigera":              Dir("overlays", "tigera"),
+		"federation":          FederationOverlay(t),
+		"sharded":             FederationOverlay(t, "federation-shards"),
+		"plain-http":          FederationOverlay(t, "federation-plain-http"),
+		"federation-mtls":     FederationOverlay(t, "backend-default-mtls"),
+		"federation-backends": FederationOverlay(t, "backends", "federation-backends"),
 	}
 }
 

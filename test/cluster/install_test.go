@@ -86,7 +86,7 @@ func newPKI(t *testing.T) *pki {
 	// One serving certificate for the backend in either namespace it runs in.
 	bsvc := "backend." + backendNS
 	var names []string
-	for _, ns := range []string{backendNS, secondBackendNS} {
+	for _, ns := range []string{backendNS, secondBackendNS, federationBackendNS} {
 		names = append(names, "backend."+ns, "backend."+ns+".svc", "backend."+ns+".svc.cluster.local")
 	}
 	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc",
@@ -104,6 +104,13 @@ func readmeBlock(t *testing.T, heading, marker string) string {
 // docBlock is the first ```sh block after marker in doc's section heading.
 func docBlock(t *testing.T, doc, heading, marker string) string {
 	t.Helper()
+	return docFence(t, doc, heading, marker, "sh")
+}
+
+// docFence is the first ```lang block after marker in doc's section heading.
+func docFence(t *testing.T, doc, heading, marker, lang string) string {
+	t.Helper()
+	fence := "```" + lang + "\n"
 	b, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(doc)))
 	if err != nil {
 		t.Fatal(err)
@@ -119,14 +126,14 @@ func docBlock(t *testing.T, doc, heading, marker string) string {
 	} else {
 		t.Fatalf("%s %q: no %q", doc, heading, marker)
 	}
-	j := strings.Index(s, "```sh\n")
+	j := strings.Index(s, fence)
 	if j < 0 {
-		t.Fatalf("%s %q: no sh block", doc, heading)
+		t.Fatalf("%s %q: no %s block", doc, heading, lang)
 	}
-	s = s[j+len("```sh\n"):]
+	s = s[j+len(fence):]
 	k := strings.Index(s, "```")
 	if k < 0 {
-		t.Fatalf("%s %q: sh block has no closing ```", doc, heading)
+		t.Fatalf("%s %q: %s block has no closing ```", doc, heading, lang)
 	}
 	return s[:k]
 }

@@ -21,6 +21,32 @@ import (
 func TestFederationFromInClusterPrometheus(t *testing.T) {
 	p := install(t)
 	backendIP := podIP(t, backendNS, "app=backend")
+	startFederatedPrometheus(t)
+
+	sh(t, p.dir, []string{"NS=" + relayNS}, readmeBlock(t, "## What you create before applying", "With `components/federation`"))
+	overlay := t.TempDir()
+	writeTestOverlay(t, overlay, []string{"test/cluster/overlays/aks"}, []string{
+		"deploy/components/federation",
+		"deploy/components/federation-plain-http",
+		"deploy/components/backend-default-mtls",
+	}, []string{"otelcol-relay-federation"})
+	// --force-conflicts: the manifests take back what earlier tests set with kubectl.
+	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
+	t.Cleanup(func() { removeFederation(t) })
+	podIP(t, relayNS, "app.kubernetes.io/component=federation")
+
+	eventually(t, "the backend has the Prometheus server's series, typed", readyBudget, func() string {
+		return federatedSeriesTyped(backendIP)
+	})
+	t.Logf("federated through %s: %v", "prometheus.monitoring.svc:9090", federatedTypes)
+}
+
+// startFederatedPrometheus runs a real Prometheus (Debian's, FROM scratch) that
+// scrapes itself, in namespace monitoring as Service prometheus:9090, labelled
+// as kube-prometheus-stack's pods are (the label the federation NetworkPolicy
+// admits), and waits for it to be Ready. removeFederation takes it away.
+func startFederatedPrometheus(t *testing.T) {
+	t.Helper()
 	mustKubectl(t, `apiVersion: v1
 kind: Namespace
 metadata: {name: monitoring, labels: {otelcol-relay-cluster-test: "true"}}
@@ -66,52 +92,49 @@ spec:
       - {name: data, emptyDir: {}}
 `, "apply", "--server-side", "-f", "-")
 	podIP(t, "monitoring", "app.kubernetes.io/name=prometheus")
+}
 
-	sh(t, p.dir, []string{"NS=" + relayNS}, readmeBlock(t, "## What you create before applying", "With `components/federation`"))
-	overlay := t.TempDir()
-	writeTestOverlay(t, overlay, []string{"test/cluster/overlays/aks"}, []string{
-		"deploy/components/federation",
-		"deploy/components/federation-plain-http",
-		"deploy/components/backend-default-mtls",
-	}, []string{"otelcol-relay-federation"})
-	// --force-conflicts: the manifests take back what earlier tests set with kubectl.
-	mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-k", overlay)
-	// Then the install without federation again, for the tests after this one: its
-	// StatefulSet and the Prometheus server go (apply does not prune them).
-	t.Cleanup(func() {
-		mustKubectl(t, "", "-n", relayNS, "delete", "statefulset", "otelcol-relay-federation", "--ignore-not-found", "--wait", "--timeout=3m")
-		_, _ = kubectl(t, "", "delete", "namespace", "monitoring", "--wait=false")
-		restoreInstall(t)
-	})
-	podIP(t, relayNS, "app.kubernetes.io/component=federation")
+// removeFederation puts the install without federation back, for the tests after
+// this one: the federation StatefulSet and the Prometheus server go (apply does
+// not prune them), then the install's overlay is applied again.
+func removeFederation(t *testing.T) {
+	t.Helper()
+	mustKubectl(t, "", "-n", relayNS, "delete", "statefulset", "otelcol-relay-federation", "--ignore-not-found", "--wait", "--timeout=3m")
+	_, _ = kubectl(t, "", "delete", "namespace", "monitoring", "--wait=false")
+	restoreInstall(t)
+}
 
-	want := map[string]string{"prometheus_http_requests_total": "Sum", "go_goroutines": "Gauge"}
-	eventually(t, "the backend has the Prometheus server's series, typed", readyBudget, func() string {
-		var ms []struct {
-			Name      string            `json:"name"`
-			Type      string            `json:"type"`
-			Monotonic bool              `json:"monotonic"`
-			Resource  map[string]string `json:"resource"`
-		}
-		if err := getJSON("http://"+backendIP+":8080/metrics", &ms); err != nil {
-			return err.Error()
-		}
-		got := map[string]string{}
-		for _, m := range ms {
-			if _, ok := want[m.Name]; ok {
-				got[m.Name] = m.Type
-				if m.Type == "Sum" && !m.Monotonic {
-					got[m.Name] = "Sum (not monotonic)"
-				}
+// federatedTypes are series of startFederatedPrometheus's server and the type a
+// backend must get each with: restored from the server's metadata (/federate's
+// text has no types: without federation_types both are gauges).
+var federatedTypes = map[string]string{"prometheus_http_requests_total": "Sum", "go_goroutines": "Gauge"}
+
+// federatedSeriesTyped is "" once the backend at backendIP has every series of
+// federatedTypes with its type, or what it lacks.
+func federatedSeriesTyped(backendIP string) string {
+	var ms []struct {
+		Name      string            `json:"name"`
+		Type      string            `json:"type"`
+		Monotonic bool              `json:"monotonic"`
+		Resource  map[string]string `json:"resource"`
+	}
+	if err := getJSON("http://"+backendIP+":8080/metrics", &ms); err != nil {
+		return err.Error()
+	}
+	got := map[string]string{}
+	for _, m := range ms {
+		if _, ok := federatedTypes[m.Name]; ok {
+			got[m.Name] = m.Type
+			if m.Type == "Sum" && !m.Monotonic {
+				got[m.Name] = "Sum (not monotonic)"
 			}
 		}
-		var why []string
-		for n, typ := range want {
-			if got[n] != typ {
-				why = append(why, fmt.Sprintf("%s is %q, want %s", n, got[n], typ))
-			}
+	}
+	var why []string
+	for n, typ := range federatedTypes {
+		if got[n] != typ {
+			why = append(why, fmt.Sprintf("%s is %q, want %s", n, got[n], typ))
 		}
-		return strings.Join(why, "; ")
-	})
-	t.Logf("federated through %s: %v", "prometheus.monitoring.svc:9090", want)
+	}
+	return strings.Join(why, "; ")
 }

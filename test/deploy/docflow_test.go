@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,23 +74,27 @@ func TestDeployDrainIsThePreStopHook(t *testing.T) {
 	}
 }
 
-// TestDeployFederationReachesOnlyTheDefaultBackend: federation's config exports to
-// the default backend alone, also in the tigera overlay, which adds
-// components/backends to the relay; the data flow says so instead of "same
-// backends".
-func TestDeployFederationReachesOnlyTheDefaultBackend(t *testing.T) {
+// TestDeployFederationReachesTheDefaultBackendAndItsOwnList: federation exports to
+// the default backend, plus each entry of its own backends list
+// (components/federation-backends), and never to the relay's list: in the tigera
+// overlay, which lists backends for the relay only (components/backends), it
+// reaches the default backend alone; with a list of its own beside the relay's,
+// print-config of federation has exactly the default and one exporter per entry
+// of its list, and the relay's has its entries and none of federation's. The
+// data flow says so.
+func TestDeployFederationReachesTheDefaultBackendAndItsOwnList(t *testing.T) {
 	r := manifest.Render(t, manifest.Dir("overlays", "tigera"))
 	sts := r.StatefulSetOf(t, "federation")
 	seen := 0
 	for _, cfg := range configOf(t, r, sts.Spec.Template.Spec) {
 		if cfg.Backends != nil {
-			t.Error("federation's config reads a backends: list: the docs say it reaches the default backend only")
+			t.Error("tigera: federation's config reads a backends: list, and the overlay gives it none (components/backends is the relay's)")
 		}
 		for name, p := range cfg.Service.Pipelines {
 			for _, e := range p.Exporters {
 				seen++
 				if !strings.HasSuffix(e, "/default") {
-					t.Errorf("federation pipeline %s exports to %s: the docs say it reaches the default backend only", name, e)
+					t.Errorf("tigera: federation pipeline %s exports to %s, not the default backend, without a list of its own", name, e)
 				}
 			}
 		}
@@ -97,14 +102,42 @@ func TestDeployFederationReachesOnlyTheDefaultBackend(t *testing.T) {
 	if seen == 0 {
 		t.Fatal("federation's config has no exporter in a pipeline")
 	}
+
+	r = manifest.Render(t, federationBackendsOverlay(t, twoFederationBackends, relayOnlyBackend))
+	pod := inPod(t)
+	fed, _ := printConfig(t, r, r.StatefulSetOf(t, "federation").Spec.Template.Spec, pod)
+	own := listedExporters(t, twoFederationBackends)
+	want := append([]string{"otlp_http/default"}, own...)
+	slices.Sort(want)
+	for name, p := range fed.Service.Pipelines {
+		got := slices.Sorted(slices.Values(p.Exporters))
+		if !slices.Equal(got, want) {
+			t.Errorf("federation pipeline %s exports to %v, want the default backend and its own list's: %v", name, got, want)
+		}
+	}
+	relay, _ := printConfig(t, r, r.StatefulSetOf(t, "gateway").Spec.Template.Spec, pod)
+	relayOwn := listedExporters(t, relayOnlyBackend)
+	for name, p := range relay.Service.Pipelines {
+		for _, e := range relayOwn {
+			if !slices.Contains(p.Exporters, e) {
+				t.Errorf("relay pipeline %s exports to %v, not to its own list's %s", name, p.Exporters, e)
+			}
+		}
+		for _, e := range own {
+			if slices.Contains(p.Exporters, e) {
+				t.Errorf("relay pipeline %s exports to %s, an entry of federation's list", name, e)
+			}
+		}
+	}
+
 	flow := 0
 	for _, l := range strings.Split(readDoc(t, "docs/architecture.md"), "\n") {
 		if !strings.Contains(l, "──/federate──") {
 			continue
 		}
 		flow++
-		if !strings.Contains(l, "default backend only") {
-			t.Errorf("docs/architecture.md's federation flow %q does not say it reaches the default backend only", strings.TrimSpace(l))
+		if !strings.Contains(l, "default backend") || !strings.Contains(l, "own backends: list") {
+			t.Errorf("docs/architecture.md's federation flow %q does not say it reaches the default backend and its own backends: list", strings.TrimSpace(l))
 		}
 	}
 	if flow == 0 {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -247,6 +248,9 @@ func checkFederation(t *testing.T, r manifest.Rendered, s *appsv1.StatefulSet) {
 	spec := s.Spec.Template.Spec
 	shards := map[int]bool{}
 	for _, from := range spec.Containers[0].EnvFrom {
+		if from.ConfigMapRef == nil {
+			continue // the backends' header Secret (components/federation-backends)
+		}
 		for k := range r.ConfigMaps[from.ConfigMapRef.Name].Data {
 			if n, ok := manifest.ShardIndex(k); ok {
 				shards[n] = true
@@ -265,15 +269,19 @@ func checkFederation(t *testing.T, r manifest.Rendered, s *appsv1.StatefulSet) {
 	if got := receiverTypes(cs); fmt.Sprint(got) != "[prometheus]" {
 		t.Errorf("federation receivers %v, want only the prometheus receiver", got)
 	}
+	// Each --config file on its own: a backends list's file adds no processor.
+	types := false
 	for _, c := range cs {
 		for name := range c.Service.Pipelines {
 			if !strings.HasPrefix(name, "metrics") {
 				t.Errorf("federation pipeline %s: federation carries metrics only", name)
 			}
 		}
-		if _, ok := c.Processors["federation_types"]; !ok {
-			t.Error("federation config without federation_types")
-		}
+		_, ok := c.Processors["federation_types"]
+		types = types || ok
+	}
+	if !types {
+		t.Error("federation config without federation_types")
 	}
 	if len(s.Spec.VolumeClaimTemplates) != 1 {
 		t.Errorf("federation: %d volumeClaimTemplates, want its persistent queue's", len(s.Spec.VolumeClaimTemplates))
@@ -288,10 +296,21 @@ func checkFederation(t *testing.T, r manifest.Rendered, s *appsv1.StatefulSet) {
 // by a file variable of its environment (or the config's folder in its args, or its
 // queue claim), and every file variable lies in a mount. A mount nothing reads is a
 // Secret or ConfigMap the user must create for nothing, and the pod does not start
-// without it.
+// without it. The one exception is a fixed place of a `backends:` list's material
+// (components/federation-backends): an optional object, so the pod starts without
+// it, mounted only beside a --config backends.yaml whose entries name its files.
 func checkMountsAreRead(t *testing.T, name string, s *appsv1.StatefulSet) {
 	t.Helper()
 	c := s.Spec.Template.Spec.Containers[0]
+	list := slices.ContainsFunc(c.Args, func(a string) bool {
+		p, ok := strings.CutPrefix(a, "--config=")
+		return ok && filepath.Base(p) == "backends.yaml"
+	})
+	optional := map[string]bool{}
+	for _, v := range s.Spec.Template.Spec.Volumes {
+		optional[v.Name] = (v.ConfigMap != nil && v.ConfigMap.Optional != nil && *v.ConfigMap.Optional) ||
+			(v.Secret != nil && v.Secret.Optional != nil && *v.Secret.Optional)
+	}
 	claims := map[string]bool{}
 	for _, v := range s.Spec.VolumeClaimTemplates {
 		claims[v.Name] = true
@@ -310,6 +329,9 @@ func checkMountsAreRead(t *testing.T, name string, s *appsv1.StatefulSet) {
 		return false
 	}
 	for _, m := range c.VolumeMounts {
+		if list && optional[m.Name] {
+			continue
+		}
 		if !claims[m.Name] && !read(m.MountPath) {
 			t.Errorf("%s mounts volume %s at %s, but no file variable or --config reads from it", name, m.Name, m.MountPath)
 		}

@@ -66,24 +66,24 @@ func TestDeployBackendDefaultMTLSAfterFederation(t *testing.T) {
 	if !explained {
 		t.Errorf("no user doc quotes the refusal %q, which a user who lists backend-default-mtls first gets", mtlsRefusal)
 	}
-	for _, where := range mtlsListedFirst(t) {
+	for _, where := range listedBefore(t, "backend-default-mtls", "federation") {
 		t.Errorf("%s lists backend-default-mtls before federation, which the build refuses", where)
 	}
 }
 
-// mtlsListedFirst is where a tracked kustomization's `components:`, or a ```yaml
-// block of a user doc, lists components/backend-default-mtls before
-// components/federation.
-func mtlsListedFirst(t *testing.T) []string {
+// listedBefore is where a tracked kustomization's `components:`, or a ```yaml
+// block of a user doc, lists the component named early before the one named
+// late (by folder name: components/<early>, components/<late>).
+func listedBefore(t *testing.T, early, late string) []string {
 	t.Helper()
-	// first reports whether backend-default-mtls comes before federation in
-	// entries, as paths or lines that name them.
+	// first reports whether early comes before late in entries, as paths or
+	// lines that name them.
 	first := func(entries []string) bool {
 		name := func(e string) string {
 			return path.Base(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(e), "- ")))
 		}
-		m := slices.IndexFunc(entries, func(e string) bool { return name(e) == "backend-default-mtls" })
-		f := slices.IndexFunc(entries, func(e string) bool { return name(e) == "federation" })
+		m := slices.IndexFunc(entries, func(e string) bool { return name(e) == early })
+		f := slices.IndexFunc(entries, func(e string) bool { return name(e) == late })
 		return m >= 0 && f >= 0 && m < f
 	}
 	var where []string

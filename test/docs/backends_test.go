@@ -18,6 +18,7 @@ var backendExporterDocs = []string{
 	"config/README.md",
 	"components/backendsconverter/README.md",
 	"deploy/components/backends/backends.yaml",
+	"deploy/components/federation-backends/backends.yaml",
 }
 
 // exporterOfBackend matches an exporter id a doc gives a backend entry, as
