@@ -10,7 +10,10 @@
 #
 # They build in one throwaway module, outside the project's go.mod (whose pins they
 # must not move), with one version of each shared dependency: Kubernetes' staging
-# modules at kube_version's, and for the rest the highest any of them requires.
+# modules at kube_version's, and for the rest the highest any of them or the
+# project's build requires, compiled by the project's toolchain: what the project
+# compiled first (the standard library, client-go, the API types, gRPC) is in the
+# build cache for them (align_with_project).
 # Built each in its own module, as upstream releases them, they compiled client-go,
 # the API types, gRPC and the rest eight times over (337 MB of Go source against
 # 135 MB once); on a fresh two-core machine that was the longest step of CI. Each
@@ -57,6 +60,12 @@ exec 9>"$cache/.lock"
 flock 9
 export GOFLAGS="-mod=mod -buildvcs=false"
 export CGO_ENABLED=0
+# The project's toolchain (go.mod's toolchain line, which the Makefile selects), not
+# the machine's: the compiler is part of every compile's cache key, so with another
+# one nothing the project compiled (its binary, the standard library, client-go, the
+# API types, gRPC, ...) could serve the peers. See align_with_project.
+project_toolchain=$(sed -n 's/^toolchain //p' "$root/go.mod")
+export GOTOOLCHAIN=${project_toolchain:-auto}
 niceness=${KUBE_PEERS_NICE:-10}
 
 work=$(mktemp -d)
@@ -64,8 +73,9 @@ trap 'rm -rf "$work"' EXIT
 
 # The set: every version above, so a change to any one rebuilds them all (they
 # share dependencies), and the recipe's number, raised when how the set is built
-# changes what a binary contains (2: local-path builds in the set).
-recipe=2
+# changes what a binary contains (2: local-path builds in the set; 3: the project's
+# toolchain and module versions).
+recipe=3
 set_id=$(printf '%s\n' "$recipe" "$etcd_version" "$kube_version" "$containerd_version" "$coredns_version" \
 	"$metrics_server_version" "$kube_router_version" "$cert_manager_version" "$trust_manager_version" "$local_path_version" |
 	sha256sum | cut -c1-8)
@@ -150,7 +160,33 @@ set_module() {
 			"github.com/cert-manager/cert-manager@$cert_manager_version" "github.com/cert-manager/trust-manager@$trust_manager_version"
 		# A go get of its own: loaded with the others, its logrus import collides.
 		go get "github.com/rancher/local-path-provisioner@$local_path_version"
+		align_with_project
 	)
+}
+
+# align_with_project: every module the set shares with the project's build at the
+# project's version where that is higher (where the set's is higher it stays). A
+# compile's cache key holds its dependencies' too, so one differing module at the
+# bottom (golang.org/x/sys, gRPC) made every package above it a second compile: with
+# the same versions and flags, some 880 packages the project compiled (the standard
+# library, client-go, the API types, gRPC, OpenTelemetry) are cache hits for the
+# peers, or the other way round, whichever builds first. Requiring the lower
+# version changes nothing: the module graph's higher requirement still selects.
+# Kept at the set's own: github.com/docker/go-connections, whose v0.6 dropped
+# sockets.DialPipe, which the docker/docker v25 client (kube-router's) calls, and
+# github.com/prometheus/prometheus, whose project version requires that v0.7.
+align_with_project() {
+	local req=()
+	mapfile -t req < <(
+		LC_ALL=C join <(cd "$root" && GOFLAGS=-mod=readonly go list -deps -test \
+			-f '{{with .Module}}{{if not .Main}}{{$m := .Path}}{{with .Replace}}{{if .Version}}{{$m}} {{.Version}}{{end}}{{else}}{{.Path}} {{.Version}}{{end}}{{end}}{{end}}' ./... |
+			LC_ALL=C sort -u) \
+			<(go list -m -f '{{if not .Replace}}{{.Path}}{{end}}' all | LC_ALL=C sort -u) |
+			awk '$1 != "github.com/docker/go-connections" && $1 != "github.com/prometheus/prometheus" { print $1 "@" $2 }'
+	)
+	((${#req[@]})) || { echo "kube-peers: no module shared with the project" >&2; exit 1; }
+	go mod edit "${req[@]/#/-require=}"
+	echo "kube-peers: ${#req[@]} modules at the project's versions where higher"
 }
 
 # child_cpu VAR: VAR gets the CPU seconds (user and system) of the children this

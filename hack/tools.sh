@@ -27,9 +27,14 @@ install() {
 		local work
 		work=$(mktemp -d)
 		# The temp dir holds no go.mod: the tool is resolved from its own go.mod.
+		# Compiled by the project's toolchain (go.mod's toolchain line), not the
+		# machine's: the compiler is in every compile's cache key, so the standard
+		# library and the modules the tool shares with the project at the same
+		# version are cache hits.
 		(
 			cd "$work"
-			GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
+			GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$root/go.mod" | grep . || echo auto) \
+				GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
 				"$go" install "$pkg@$version"
 		) || { rm -rf "$work"; return 1; }
 		# A copy then a rename, so a concurrent run never sees half a binary.

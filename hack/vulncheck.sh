@@ -43,6 +43,7 @@ GO=${GO:-go}
 command -v "$GO" >/dev/null || PATH=$PATH:/usr/local/go/bin
 
 log() { echo "vulncheck: $*" >&2; }
+toolchain=$(sed -n 's/^toolchain //p' "$root/go.mod" | grep . || echo auto)
 
 # tool NAME MODULE/CMD VERSION: print the path of the cached binary, building it
 # first if it is not there (the same cache and naming as hack/tools.sh).
@@ -53,9 +54,10 @@ tool() {
 		log "building $name $version (go install $pkg@$version)"
 		mkdir -p "$cache"
 		work=$(mktemp -d)
-		# The temp dir holds no go.mod: the tool is resolved from its own go.mod.
-		(cd "$work" && GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
-			"$GO" install "$pkg@$version") >&2 || { rm -rf "$work"; return 1; }
+		# The temp dir holds no go.mod: the tool is resolved from its own go.mod,
+		# compiled by the project's toolchain (hack/tools.sh says why).
+		(cd "$work" && GOTOOLCHAIN=$toolchain GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" \
+			GOWORK=off nice -n 10 "$GO" install "$pkg@$version") >&2 || { rm -rf "$work"; return 1; }
 		# A copy then a rename, so a concurrent run never sees half a binary.
 		cp "$work/bin/$name" "$cached.tmp.$$"
 		mv "$cached.tmp.$$" "$cached"
