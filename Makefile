@@ -16,6 +16,12 @@ export GOTOOLCHAIN := auto
 # compile time for nothing. GOFLAGS=... on the command line replaces all three.
 export CGO_ENABLED := 0
 export GOFLAGS := -trimpath -gcflags=all=-dwarf=false $(GOFLAGS)
+# The compiler's GC target for the builds (not the tests: their binaries and the
+# relays they start would inherit it). Cold, at 400 the compiler spent 5-10% fewer
+# CPU-seconds on client-go and gRPC than at its default, for a heap it can afford;
+# a cold CI run is CPU-bound. COMPILE_GOGC= leaves the default.
+COMPILE_GOGC ?= 400
+BUILD_ENV  = $(if $(COMPILE_GOGC),GOGC=$(COMPILE_GOGC))
 BIN       := $(CURDIR)/bin
 RELAY     := $(BIN)/otelcol-relay
 # git describe on a tagged checkout; otherwise VERSION plus the commit.
@@ -52,7 +58,7 @@ comma := ,
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(RELAY) ./cmd/otelcol-relay
+	$(BUILD_ENV) $(GO) build -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(RELAY) ./cmd/otelcol-relay
 
 ## generate: regenerate cmd/otelcol-relay from builder-config.yaml with the pinned ocb
 ## (a Go tool dependency). It only writes sources: go.mod carries the requirements, see
@@ -146,7 +152,7 @@ cross: build
 			cp $(RELAY) $$out/otelcol-relay; \
 		else \
 			echo "build $$p -> $$out/otelcol-relay"; \
-			GOOS=$$os GOARCH=$$arch $(GO) build -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $$out/otelcol-relay ./cmd/otelcol-relay; \
+			GOOS=$$os GOARCH=$$arch $(BUILD_ENV) $(GO) build -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $$out/otelcol-relay ./cmd/otelcol-relay; \
 		fi; \
 		$(GO) tool cyclonedx-gomod bin -json -noserial -notimestamp -version $(VERSION) -output $$out/otelcol-relay.cdx.json $$out/otelcol-relay 2>/dev/null; \
 	done

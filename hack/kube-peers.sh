@@ -213,7 +213,8 @@ build() {
 	# Each project's version variable, so --version says what was built. The tag
 	# drops urfave/cli's doc generation (containerd's commands); cgo is off, so the
 	# binaries are static without the netgo and osusergo tags.
-	(cd "$work/set" && nice -n "$niceness" go build -trimpath -gcflags=all=-dwarf=false \
+	# GOGC: as the Makefile's COMPILE_GOGC, fewer CPU-seconds in the compiler's GC.
+	(cd "$work/set" && GOGC=${GOGC:-400} nice -n "$niceness" go build -trimpath -gcflags=all=-dwarf=false \
 		-tags urfave_cli_no_docs -o "$work/set/out/" -ldflags="-s -w \
 		-X k8s.io/component-base/version.gitVersion=$kube_version \
 		-X k8s.io/component-base/version.gitMajor=1 \

@@ -34,7 +34,7 @@ install() {
 		(
 			cd "$work"
 			GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$root/go.mod" | grep . || echo auto) \
-				GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
+				GOGC=${GOGC:-400} GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
 				"$go" install "$pkg@$version"
 		) || { rm -rf "$work"; return 1; }
 		# A copy then a rename, so a concurrent run never sees half a binary.
