@@ -90,11 +90,11 @@ func headerEnv() []string {
 	return env
 }
 
-// docYAML is the ```yaml block of the section heading of fedBackendsDoc whose first line is
+// docYAML is the ```yaml block of fedBackendsDoc's section fedBackendsSection whose first line is
 // the comment "# <file>" (and maybe more words): what a user writes into that file.
-func docYAML(t *testing.T, heading, file string) string {
+func docYAML(t *testing.T, file string) string {
 	t.Helper()
-	doc := fedBackendsDoc
+	doc, heading := fedBackendsDoc, fedBackendsSection
 	_, section, ok := strings.Cut(readDoc(t, doc), "\n"+heading+"\n")
 	if !ok {
 		t.Fatalf("%s has no section %q", doc, heading)
@@ -127,14 +127,14 @@ func federationBackendsOverlay(t *testing.T, fedList, relayList string) string {
 	var list struct {
 		ConfigMapGenerator []map[string]any `json:"configMapGenerator"`
 	}
-	if err := yaml.Unmarshal([]byte(docYAML(t, fedBackendsSection, "my-aks/kustomization.yaml")), &install); err != nil {
+	if err := yaml.Unmarshal([]byte(docYAML(t, "my-aks/kustomization.yaml")), &install); err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal([]byte(docYAML(t, fedBackendsSection, "my-federation/kustomization.yaml")), &list); err != nil {
+	if err := yaml.Unmarshal([]byte(docYAML(t, "my-federation/kustomization.yaml")), &list); err != nil {
 		t.Fatal(err)
 	}
 	if fedList == "" {
-		fedList = docYAML(t, fedBackendsSection, "my-federation/backends.yaml")
+		fedList = docYAML(t, "my-federation/backends.yaml")
 	}
 	root := t.TempDir()
 	myAKS, myFederation := filepath.Join(root, "my-aks"), filepath.Join(root, "my-federation")
@@ -454,7 +454,7 @@ func TestDeployFederationReachesListedBackendsAsTheRelayDoes(t *testing.T) {
 	pols := networkPolicies(t, federationBackendsOverlay(t, "", ""))
 	fedPod := map[string]string{"app.kubernetes.io/name": "otelcol-relay", "app.kubernetes.io/component": "federation"}
 	var endpoints []string
-	for _, list := range []string{twoFederationBackends, docYAML(t, fedBackendsSection, "my-federation/backends.yaml")} {
+	for _, list := range []string{twoFederationBackends, docYAML(t, "my-federation/backends.yaml")} {
 		var l struct {
 			Backends []struct {
 				Endpoint string `json:"endpoint"`
