@@ -5,6 +5,9 @@
 package cluster
 
 import (
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"os"
@@ -28,8 +31,10 @@ import (
 // every Certificate Ready, the Bundle's ConfigMap in both namespaces holding the CA,
 // two relays and the agent Ready with no restart, every numbered record of a sender
 // holding fluent-bit's issued keypair at the backend, and the agent's kubelet
-// metrics arriving through the gateway on its issued client keypair. The platform
-// install stays until a test after this one asks install(t) for the aks one.
+// metrics arriving through the gateway on its issued client keypair. Last, the
+// CA ConfigMaps as deploy/docs/certificates.md makes them without trust-manager
+// (caWithoutTrustManager). The platform install stays until a test after this one
+// asks install(t) for the aks one.
 func TestPlatformOverlay(t *testing.T) {
 	p := install(t)
 	backendIP := podIP(t, backendNS, "app=backend")
@@ -123,6 +128,84 @@ func TestPlatformOverlay(t *testing.T) {
 		}
 		return ""
 	})
+
+	caWithoutTrustManager(t, ca)
+}
+
+// caWithoutTrustManager runs deploy/docs/certificates.md's block for a cluster
+// without trust-manager, as it is written, on the platform install: the CA
+// ConfigMaps made from cert-manager's CA Secret. Pointing the Bundle at no namespace
+// makes trust-manager delete what it wrote in both (it deletes only targets it
+// controls, and leaves the block's alone): the namespaces are then as without
+// trust-manager, for a patch instead of a second install. The pods keep their
+// mounted files while the ConfigMap is away. ca is the CA Secret's ca.crt.
+func caWithoutTrustManager(t *testing.T, ca string) {
+	t.Helper()
+	const bundle = "bundles.trust.cert-manager.io"
+	// An apply of the overlay after this test would add its selector to the patch's,
+	// and the two together select nothing: the Bundle goes, and that apply makes it
+	// anew.
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", bundle, "otelcol-relay-ca", "--ignore-not-found", "--wait=false")
+	})
+	mustKubectl(t, "", "patch", bundle, "otelcol-relay-ca", "--type=json", "-p",
+		`[{"op":"replace","path":"/spec/target/namespaceSelector","value":{"matchLabels":{"otelcol-relay-test/no-namespace":"true"}}}]`)
+	for _, ns := range []string{relayNS, loggingNS} {
+		eventually(t, "trust-manager deleted ConfigMap otelcol-relay-ca in "+ns, readyBudget, func() string {
+			out, err := kubectl(t, "", "-n", ns, "get", "configmap", "otelcol-relay-ca", "--ignore-not-found", "-o", "name")
+			if err != nil {
+				return err.Error()
+			}
+			if out != "" {
+				return "still there"
+			}
+			return ""
+		})
+	}
+
+	sh(t, t.TempDir(), nil, docBlock(t, "deploy/docs/certificates.md", "## Certificates from cert-manager", "Without trust-manager"))
+
+	// The block's ConfigMaps hold the CA, and that CA verifies the certificate the
+	// relays serve (what the agents and fluent-bit check with it).
+	serving := mustKubectl(t, "", "-n", relayNS, "get", "secret", "otelcol-relay-receiver-tls", "-o", `go-template={{index .data "tls.crt" | base64decode}}`)
+	blk, _ := pem.Decode([]byte(serving))
+	if blk == nil {
+		t.Fatalf("Secret otelcol-relay-receiver-tls: tls.crt holds no PEM block: %q", serving)
+	}
+	leaf, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatalf("Secret otelcol-relay-receiver-tls: tls.crt: %v", err)
+	}
+	for _, ns := range []string{relayNS, loggingNS} {
+		var cm struct {
+			Metadata struct {
+				ManagedFields []struct {
+					Manager string `json:"manager"`
+				} `json:"managedFields"`
+			} `json:"metadata"`
+			Data map[string]string `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(mustKubectl(t, "", "-n", ns, "get", "configmap", "otelcol-relay-ca", "-o", "json")), &cm); err != nil {
+			t.Fatalf("ConfigMap otelcol-relay-ca in %s: %v", ns, err)
+		}
+		for _, m := range cm.Metadata.ManagedFields {
+			if m.Manager != "kubectl" {
+				t.Errorf("ConfigMap otelcol-relay-ca in %s: written by %s too, want only the block's kubectl", ns, m.Manager)
+			}
+		}
+		if cm.Data["ca.crt"] != ca {
+			t.Errorf("ConfigMap otelcol-relay-ca in %s: ca.crt is not the CA Secret's:\n%s", ns, cm.Data["ca.crt"])
+			continue
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM([]byte(cm.Data["ca.crt"])) {
+			t.Errorf("ConfigMap otelcol-relay-ca in %s: ca.crt holds no certificate", ns)
+			continue
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "otelcol-relay." + relayNS + ".svc"}); err != nil {
+			t.Errorf("ConfigMap otelcol-relay-ca in %s does not verify the relays' serving certificate: %v", ns, err)
+		}
+	}
 }
 
 // runIssuers runs cert-manager's controller and trust-manager on the host until the

@@ -6,6 +6,7 @@ package cluster
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,11 @@ import (
 // TestRollingUpgrade changes the StatefulSet twice under a numbered load, as an
 // operator does: a config change (variables the shipped config reads, set to what
 // TestScaleInBackendDown and TestBackendCertificateRotation ask relayEnv for, so
-// that they need no rollout of their own after this one), then a new image tag (the same image, tagged anew
-// in containerd). Each time every pod is replaced one at a time, each old pod drains
-// in its preStop hook and exits 0, and the rollout's time is set against
-// terminationGracePeriodSeconds. Every acknowledged number reaches the backend and no
+// that they need no rollout of their own after this one), then a new image tag (the
+// same image, tagged anew in containerd) applied as deploy/docs/upgrade.md says, its
+// `kubectl apply --server-side -k my-aks` run as it is written. Each time every pod is
+// replaced one at a time, each old pod drains in its preStop hook and exits 0, and
+// the rollout's time is set against terminationGracePeriodSeconds. Every acknowledged number reaches the backend and no
 // queue keeps anything. Both changes are away from what runs, whatever a test before
 // this one left: a change to the same value would roll nothing.
 func TestRollingUpgrade(t *testing.T) {
@@ -37,18 +39,23 @@ func TestRollingUpgrade(t *testing.T) {
 		mustKubectl(t, "", "-n", relayNS, "set", "env", "statefulset/otelcol-relay", "-c", "otelcol-relay",
 			"RELAY_OTLP_TLS_RELOAD_INTERVAL="+reload, drainTimeout)
 	})
-	image := imageName(t) + ":" + imageTag(t) + "-next"
+	tag := imageTag(t) + "-next"
 	running := mustKubectl(t, "", "-n", relayNS, "get", "statefulset", "otelcol-relay", "-o", `jsonpath={.spec.template.spec.containers[?(@.name=="otelcol-relay")].image}`)
-	if running == image {
-		image = relayImage
+	if running == imageName(t)+":"+tag {
+		tag = imageTag(t)
 	} else {
-		ctr := exec.Command(filepath.Join(repoRoot, "bin", "ctr"), "-n", "k8s.io", "images", "tag", "--force", relayImage, image)
+		ctr := exec.Command(filepath.Join(repoRoot, "bin", "ctr"), "-n", "k8s.io", "images", "tag", "--force", relayImage, imageName(t)+":"+tag)
 		if out, err := ctr.CombinedOutput(); err != nil {
-			t.Fatalf("ctr images tag %s %s: %v\n%s", relayImage, image, err, out)
+			t.Fatalf("ctr images tag %s %s:%s: %v\n%s", relayImage, imageName(t), tag, err, out)
 		}
 	}
-	rollout(t, "image "+image, func() {
-		mustKubectl(t, "", "-n", relayNS, "set", "image", "statefulset/otelcol-relay", "otelcol-relay="+image)
+	// The new release as deploy/docs/upgrade.md has a user apply it: the newTag of
+	// the kustomization moved, then the page's block as it is written, in the
+	// directory that holds my-aks.
+	dir := t.TempDir()
+	writeMyAKS(t, filepath.Join(dir, "my-aks"), tag)
+	rollout(t, "image "+imageName(t)+":"+tag+" (kubectl apply -k my-aks)", func() {
+		sh(t, dir, nil, docBlock(t, "deploy/docs/upgrade.md", "## A new release, or a changed config", "apply your kustomization as you installed it"))
 	})
 
 	_, sc := l.finish(t, backendIP)
@@ -56,6 +63,41 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
 	}
 	queuesEmpty(t)
+}
+
+// writeMyAKS writes dir as a user's my-aks for the release tagged tag: the install's
+// own overlay with the newTag of its image moved. It also pins the HPA at two
+// replicas, as pinTwoRelays did with kubectl patch: an operator who pins it says so in
+// the kustomization, or the apply stops at the conflict with the patch's field.
+func writeMyAKS(t *testing.T, dir, tag string) {
+	t.Helper()
+	if installOverlay == "" {
+		t.Fatal("no install overlay: install(t) first")
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, installOverlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
+images:
+  - name: %s
+    newTag: %s
+patches:
+  - target: {kind: HorizontalPodAutoscaler, name: otelcol-relay}
+    patch: |-
+      - op: replace
+        path: /spec/minReplicas
+        value: 2
+      - op: replace
+        path: /spec/maxReplicas
+        value: 2
+`, filepath.ToSlash(rel), imageName(t), tag)))
 }
 
 // rollout applies change and waits for the StatefulSet's rolling update, checking

@@ -21,7 +21,8 @@ import (
 // otelcol-relay-backend-default-tls) and its CA (ConfigMap
 // otelcol-relay-backend-default, now the old CA and a new one, the first step of a
 // CA rotation), and the receivers' serving keypair (Secret
-// otelcol-relay-receiver-tls). The kubelet's atomic writer swaps the mounted
+// otelcol-relay-receiver-tls, with deploy/docs/certificates.md's "Rotating a
+// certificate" block as it is written). The kubelet's atomic writer swaps the mounted
 // directories; certwatch reloads the backend's, and the backend sees requests with
 // the new certificate; the receivers serve the new keypair (their reload_interval is
 // 10 s here, 5m as shipped); the relay containers are the same
@@ -54,8 +55,11 @@ func TestBackendCertificateRotation(t *testing.T) {
 	sh(t, dir, []string{"NS=" + relayNS, "ENDPOINT=" + endpoint}, `
 kubectl -n $NS create secret tls otelcol-relay-backend-default-tls --cert=client.crt --key=client.key --dry-run=client -o yaml | kubectl apply -f -
 kubectl -n $NS create configmap otelcol-relay-backend-default --from-literal=endpoint="$ENDPOINT" --from-file=ca.crt=ca.crt --dry-run=client -o yaml | kubectl apply -f -
-kubectl -n $NS create secret tls otelcol-relay-receiver-tls --cert=gw.crt --key=gw.key --dry-run=client -o yaml | kubectl apply -f -
 `)
+	// The receivers' keypair with deploy/docs/certificates.md's own block, verbatim:
+	// what a user who rotates it runs, in the directory that holds gw.crt and gw.key.
+	sh(t, dir, []string{"NS=" + relayNS},
+		docBlock(t, "deploy/docs/certificates.md", "## Rotating a certificate", "The receivers' serving keypair"))
 	eventually(t, "the backend sees the new client certificate", readyBudget, func() string {
 		var seen map[string]time.Time
 		if err := getJSON("http://"+backendIP+":8080/clients", &seen); err != nil {
