@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
@@ -107,35 +108,19 @@ func docBlock(t *testing.T, doc, heading, marker string) string {
 	return docFence(t, doc, heading, marker, "sh")
 }
 
-// docFence is the first ```lang block after marker in doc's section heading.
+// docFence is the first ```lang block after marker in doc's section heading
+// (manifest.DocBlock).
 func docFence(t *testing.T, doc, heading, marker, lang string) string {
 	t.Helper()
-	fence := "```" + lang + "\n"
 	b, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(doc)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	i := strings.Index(s, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("%s has no section %q", doc, heading)
+	block, err := manifest.DocBlock(string(b), heading, marker, lang)
+	if err != nil {
+		t.Fatalf("%s: %v", doc, err)
 	}
-	s = s[i:]
-	if k := strings.Index(s, marker); k >= 0 {
-		s = s[k:]
-	} else {
-		t.Fatalf("%s %q: no %q", doc, heading, marker)
-	}
-	j := strings.Index(s, fence)
-	if j < 0 {
-		t.Fatalf("%s %q: no %s block", doc, heading, lang)
-	}
-	s = s[j+len(fence):]
-	k := strings.Index(s, "```")
-	if k < 0 {
-		t.Fatalf("%s %q: %s block has no closing ```", doc, heading, lang)
-	}
-	return s[:k]
+	return block
 }
 
 // backendURL is where the test's backend listens; the README's example endpoint is

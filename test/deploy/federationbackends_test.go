@@ -90,25 +90,16 @@ func headerEnv() []string {
 	return env
 }
 
-// docYAML is the ```yaml block of fedBackendsDoc's section fedBackendsSection whose first line is
-// the comment "# <file>" (and maybe more words): what a user writes into that file.
+// docYAML is the ```yaml block of federation.md's section that starts with the
+// line "# file", without that line.
 func docYAML(t *testing.T, file string) string {
 	t.Helper()
-	doc, heading := fedBackendsDoc, fedBackendsSection
-	_, section, ok := strings.Cut(readDoc(t, doc), "\n"+heading+"\n")
-	if !ok {
-		t.Fatalf("%s has no section %q", doc, heading)
+	block, err := manifest.DocBlock(readDoc(t, fedBackendsDoc), fedBackendsSection, "```yaml\n# "+file, "yaml")
+	if err != nil {
+		t.Fatalf("%s: %v", fedBackendsDoc, err)
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	for _, block := range strings.Split(section, "```yaml\n")[1:] {
-		block, _, _ = strings.Cut(block, "```")
-		first, rest, _ := strings.Cut(block, "\n")
-		if f := strings.Fields(strings.TrimPrefix(first, "# ")); strings.HasPrefix(first, "# ") && len(f) > 0 && f[0] == file {
-			return rest
-		}
-	}
-	t.Fatalf("%s %q: no ```yaml block starting with # %s", doc, heading, file)
-	return ""
+	_, rest, _ := strings.Cut(block, "\n")
+	return rest
 }
 
 // federationBackendsOverlay is the user's overlay of deploy/docs/federation.md,
