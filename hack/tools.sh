@@ -8,7 +8,10 @@
 # The binary is copied to bin/NAME-VERSION and its path printed on stdout (the
 # only thing printed there; progress goes to stderr).
 #
-# Usage: hack/tools.sh golangci-lint   (BIN=dir to install elsewhere, GO=go command)
+# Usage: hack/tools.sh golangci-lint|govulncheck|indexdb
+#        (BIN=dir to install elsewhere, GO=go command)
+# indexdb's version is golang.org/x/vulndb's: hack/vulncheck.sh builds its database
+# from that module at the version in the path printed.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,7 +38,7 @@ install() {
 			cd "$work"
 			GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$root/go.mod" | grep . || echo auto) \
 				GOGC=${GOGC:-400} GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
-				"$go" install "$pkg@$version"
+				"$go" install "$pkg@$version" >&2
 		) || { rm -rf "$work"; return 1; }
 		# A copy then a rename, so a concurrent run never sees half a binary.
 		cp "$work/bin/$name" "$cached.tmp.$$"
@@ -53,8 +56,14 @@ case "${1:-}" in
 golangci-lint)
 	install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint v2.15.0
 	;;
+govulncheck)
+	install govulncheck golang.org/x/vuln/cmd/govulncheck v1.10.0
+	;;
+indexdb)
+	install indexdb golang.org/x/vulndb/cmd/indexdb v0.0.0-20261105234957-e22db6528018
+	;;
 *)
-	echo "usage: $0 golangci-lint" >&2
+	echo "usage: $0 golangci-lint|govulncheck|indexdb" >&2
 	exit 2
 	;;
 esac

@@ -13,11 +13,12 @@
 # is set to the vulndb commit's time, the proxy's Time for that pseudo-version:
 # that is the database's date, printed on every run.
 #
-# govulncheck and indexdb are built by `go install MODULE/CMD@VERSION` from an
-# empty temp dir (never through go.mod: their graphs would move the collector's
-# pins) and cached by version with the database in TOOLS_CACHE (default
-# ~/.cache/otelcol-relay/tools), so only the first run on a machine builds (about
-# a minute); a cached run costs the scan alone.
+# govulncheck and indexdb are pinned and built by hack/tools.sh (never through
+# go.mod: their graphs would move the collector's pins) and cached by version with
+# the database in TOOLS_CACHE (default ~/.cache/otelcol-relay/tools), so only the
+# first run on a machine builds (about a minute); a cached run costs the scan alone.
+# The database is built from golang.org/x/vulndb at indexdb's version, so the two
+# never disagree.
 #
 # Usage: hack/vulncheck.sh [all]     selftest, then source  (make vuln)
 #        hack/vulncheck.sh selftest  the gate finds a known reached vulnerability
@@ -32,8 +33,6 @@
 # anything else an error. VULNCHECK_FLAGS adds flags (e.g. "-show verbose").
 set -euo pipefail
 
-GOVULNCHECK_VERSION=v1.10.0
-VULNDB_VERSION=v0.0.0-20261105234957-e22db6528018
 # The tags of `make build` (Makefile BUILDTAGS): the code that ships.
 BUILDTAGS=remove_all_sd,enable_kubernetes_sd,enable_dns_sd
 
@@ -43,36 +42,18 @@ GO=${GO:-go}
 command -v "$GO" >/dev/null || PATH=$PATH:/usr/local/go/bin
 
 log() { echo "vulncheck: $*" >&2; }
-toolchain=$(sed -n 's/^toolchain //p' "$root/go.mod" | grep . || echo auto)
-
-# tool NAME MODULE/CMD VERSION: print the path of the cached binary, building it
-# first if it is not there (the same cache and naming as hack/tools.sh).
-tool() {
-	local name=$1 pkg=$2 version=$3
-	local cached=$cache/$name-$version work
-	if [ ! -x "$cached" ]; then
-		log "building $name $version (go install $pkg@$version)"
-		mkdir -p "$cache"
-		work=$(mktemp -d)
-		# The temp dir holds no go.mod: the tool is resolved from its own go.mod,
-		# compiled by the project's toolchain (hack/tools.sh says why).
-		(cd "$work" && GOTOOLCHAIN=$toolchain GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" \
-			GOWORK=off nice -n 10 "$GO" install "$pkg@$version") >&2 || { rm -rf "$work"; return 1; }
-		# A copy then a rename, so a concurrent run never sees half a binary.
-		cp "$work/bin/$name" "$cached.tmp.$$"
-		mv "$cached.tmp.$$" "$cached"
-		rm -rf "$work"
-	fi
-	echo "$cached"
-}
+# tool NAME: the path of hack/tools.sh's binary for NAME (bin/NAME-VERSION), built
+# first if it is not cached.
+tool() { GO=$GO "$root/hack/tools.sh" "$1"; }
+indexdb=$(tool indexdb)
+VULNDB_VERSION=${indexdb##*/indexdb-}
 
 # db: print the directory of the database built from golang.org/x/vulndb at
 # VULNDB_VERSION, building it first if it is not cached.
 db() {
 	local dir=$cache/vulndb-$VULNDB_VERSION
 	if [ ! -f "$dir/index/db.json" ]; then
-		local indexdb work src info when
-		indexdb=$(tool indexdb golang.org/x/vulndb/cmd/indexdb "$VULNDB_VERSION")
+		local work src info when
 		work=$(mktemp -d)
 		log "building the database from golang.org/x/vulndb@$VULNDB_VERSION"
 		# Outside any module: only the module zip is wanted, not a build list.
@@ -188,8 +169,8 @@ if [ "$cmd" = db ]; then
 	echo "$database"
 	exit 0
 fi
-govulncheck=$(tool govulncheck golang.org/x/vuln/cmd/govulncheck "$GOVULNCHECK_VERSION")
-log "govulncheck $GOVULNCHECK_VERSION, $("$GO" version | awk '{print $3}') at $("$GO" env GOROOT)"
+govulncheck=$(tool govulncheck)
+log "govulncheck ${govulncheck##*/govulncheck-}, $("$GO" version | awk '{print $3}') at $("$GO" env GOROOT)"
 
 case $cmd in
 selftest) selftest ;;
