@@ -16,10 +16,11 @@ export GOTOOLCHAIN := auto
 # compile time for nothing. GOFLAGS=... on the command line replaces all three.
 export CGO_ENABLED := 0
 export GOFLAGS := -trimpath -gcflags=all=-dwarf=false $(GOFLAGS)
-# The compiler's GC target for the builds (not the tests: their binaries and the
-# relays they start would inherit it). Cold, at 400 the compiler spent 5-10% fewer
-# CPU-seconds on client-go and gRPC than at its default, for a heap it can afford;
-# a cold CI run is CPU-bound. COMPILE_GOGC= leaves the default.
+# The compiler's GC target for the builds and the suites' compiles (hack/test.sh
+# gives the test binaries, and so the relays they start, the caller's GOGC back).
+# Cold, at 400 the compiler spent 5-10% fewer CPU-seconds on client-go and gRPC
+# than at its default, for a heap it can afford; a cold CI run is CPU-bound.
+# COMPILE_GOGC= leaves the default.
 COMPILE_GOGC ?= 400
 BUILD_ENV  = $(if $(COMPILE_GOGC),GOGC=$(COMPILE_GOGC))
 BIN       := $(CURDIR)/bin
@@ -97,7 +98,7 @@ test-deps:
 ## TEST_FLAGS adds go test flags (-v), <SUITE>_FLAGS one suite's (CLUSTER_FLAGS=-shuffle=on).
 ## test/README.md says what each proves.
 SUITES := unit deploy reliability e2e cluster
-TEST_ENV = GO=$(GO) RELAY=$(RELAY) BUILDTAGS='$(BUILDTAGS)' TEST_TIMEOUT=$(TEST_TIMEOUT) RUN='$(RUN)' TEST_FLAGS='$(TEST_FLAGS)'
+TEST_ENV = GO=$(GO) RELAY=$(RELAY) BUILDTAGS='$(BUILDTAGS)' TEST_TIMEOUT=$(TEST_TIMEOUT) RUN='$(RUN)' TEST_FLAGS='$(TEST_FLAGS)' COMPILE_GOGC='$(COMPILE_GOGC)'
 test: build
 	./hack/test-deps.sh packages
 	$(TEST_ENV) ./hack/test.sh all
