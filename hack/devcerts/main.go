@@ -10,7 +10,7 @@
 //	go run ./hack/devcerts [-dir .dev-certs] [-endpoint https://...] deploy/overlays/aks deploy/fluent-bit
 //
 // It never prints a private key or a token. Production clusters use
-// components/cert-manager (overlays/platform) and real backend credentials.
+// deploy/cert-manager with overlays/platform and real backend credentials.
 package main
 
 import (

@@ -50,10 +50,16 @@ func startLoad(t *testing.T, run string, rate, workers int) *load {
 
 // startLoadIn is startLoad from a pod in namespace ns with the labels given (YAML
 // flow-map entries), which must hold ConfigMap otelcol-relay-ca and Secret
-// otelcol-relay-fluent-bit-tls as logging does.
-func startLoadIn(t *testing.T, ns, labels, run string, rate, workers int) *load {
+// otelcol-relay-fluent-bit-tls as logging does. env adds NAME=value variables
+// (RELAY_HOST, RELAY_TLS_NAME: fluent-bit's OTELCOL_RELAY_HOST and _TLS_NAME).
+func startLoadIn(t *testing.T, ns, labels, run string, rate, workers int, env ...string) *load {
 	t.Helper()
 	name := "load-" + run
+	var extra strings.Builder
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&extra, "\n    - {name: %s, value: %q}", k, v)
+	}
 	mustKubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -74,7 +80,7 @@ spec:
     - {name: PAD, value: "1000"}
     - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
     - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
-    - {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}
+    - {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}%[7]s
     ports: [{containerPort: 2020}]
     readinessProbe: {tcpSocket: {port: 2020}, periodSeconds: 2}
     volumeMounts: [{name: tls, mountPath: /fluent-bit/tls, readOnly: true}]
@@ -84,7 +90,7 @@ spec:
       sources:
       - configMap: {name: otelcol-relay-ca, items: [{key: ca.crt, path: ca.crt}]}
       - secret: {name: otelcol-relay-fluent-bit-tls, items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]}
-`, name, ns, run, rate, workers, labels), "apply", "--server-side", "-f", "-")
+`, name, ns, run, rate, workers, labels, extra.String()), "apply", "--server-side", "-f", "-")
 	l := &load{run: run, ip: podIP(t, ns, "otelcol-relay-load="+run)}
 	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", ns, "delete", "pod", name, "--wait=false") })
 	return l

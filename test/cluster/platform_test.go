@@ -18,11 +18,14 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
-// TestPlatformOverlay installs deploy/overlays/platform from zero, as deploy/README.md's
-// "Certificates from cert-manager" says, on a cluster running the real cert-manager
+// TestPlatformOverlay installs deploy/cert-manager (the cluster's CA),
+// deploy/overlays/platform and deploy/overlays/platform-fluent-bit (without its
+// pods) from zero, as deploy/README.md's "Certificates from cert-manager" says,
+// on a cluster running the real cert-manager
 // controller and trust-manager (built from their Go modules by hack/kube-peers.sh,
 // run beside the control plane; the CRDs from the same modules, prometheus-operator's
 // for the monitors and rules, which only need to be accepted). The aks install goes
@@ -59,12 +62,17 @@ func TestPlatformOverlay(t *testing.T) {
 	overlay := t.TempDir()
 	writeTestOverlay(t, overlay, []string{"deploy/overlays/platform"},
 		[]string{"deploy/components/backend-default-mtls"}, []string{"otelcol-relay"})
-	block := readmeBlock(t, "## Certificates from cert-manager", "only the\ntwo namespaces")
+	fluentBit := fluentBitWithoutPods(t)
+	block := readmeBlock(t, "## Certificates from cert-manager", "only the\nnamespace")
 	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
-	block = strings.ReplaceAll(block, "-k deploy/overlays/platform", "-k "+overlay)
-	if !strings.Contains(block, "-k "+overlay) {
-		t.Fatalf("the README's block applies no deploy/overlays/platform:\n%s", block)
+	for from, to := range map[string]string{"-k deploy/overlays/platform-fluent-bit\n": "-k " + fluentBit + "\n", "-k deploy/overlays/platform\n": "-k " + overlay + "\n"} {
+		if !strings.Contains(block, from) {
+			t.Fatalf("the README's block has no %q:\n%s", strings.TrimSpace(from), block)
+		}
+		block = strings.ReplaceAll(block, from, to)
 	}
+	// The cluster's part (deploy/cert-manager) as it is.
+	block = strings.ReplaceAll(block, "-k deploy/", "-k "+filepath.Join(repoRoot, "deploy")+"/")
 	// The test's backend asks for a client certificate: the by-hand line for
 	// components/backend-default-mtls, before the overlay.
 	for _, l := range strings.Split(readmeBlock(t, "## What you create before applying", "**By hand.**"), "\n") {
@@ -106,11 +114,13 @@ func TestPlatformOverlay(t *testing.T) {
 	}
 
 	// fluent-bit's side: the load sender mounts what cert-manager and trust-manager
-	// wrote into logging, as deploy/fluent-bit does.
+	// wrote into logging, as deploy/fluent-bit does, and checks the name
+	// overlays/platform-fluent-bit has fluent-bit check.
 	if err := getJSON("http://"+backendIP+":8080/metrics/reset", nil); err != nil {
 		t.Fatal(err)
 	}
-	l := startLoad(t, "platform", 1000, 2)
+	l := startLoadIn(t, loggingNS, "app.kubernetes.io/name: fluent-bit", "platform", 1000, 2,
+		"RELAY_TLS_NAME="+fluentBitTLSName(t))
 	time.Sleep(5 * time.Second)
 	_, sc := l.finish(t, backendIP)
 	if sc.Missing != 0 {
@@ -142,9 +152,9 @@ func TestPlatformOverlay(t *testing.T) {
 func caWithoutTrustManager(t *testing.T, ca string) {
 	t.Helper()
 	const bundle = "bundles.trust.cert-manager.io"
-	// An apply of the overlay after this test would add its selector to the patch's,
-	// and the two together select nothing: the Bundle goes, and that apply makes it
-	// anew.
+	// An apply of deploy/cert-manager/trust-manager after this test would add its
+	// selector to the patch's, and the two together select nothing: the Bundle goes,
+	// and that apply makes it anew.
 	t.Cleanup(func() {
 		_, _ = kubectl(t, "", "delete", bundle, "otelcol-relay-ca", "--ignore-not-found", "--wait=false")
 	})
@@ -202,10 +212,42 @@ func caWithoutTrustManager(t *testing.T, ca string) {
 			t.Errorf("ConfigMap otelcol-relay-ca in %s: ca.crt holds no certificate", ns)
 			continue
 		}
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "otelcol-relay." + relayNS + ".svc"}); err != nil {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "otelcol-relay"}); err != nil {
 			t.Errorf("ConfigMap otelcol-relay-ca in %s does not verify the relays' serving certificate: %v", ns, err)
 		}
 	}
+}
+
+// fluentBitWithoutPods is deploy/overlays/platform-fluent-bit without its
+// DaemonSet: fluent-bit's image is not on this machine, and its pods would try a
+// registry outside it. The test's sender stands in for them (startLoadIn).
+func fluentBitWithoutPods(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "kustomization.yaml"), fmt.Appendf(nil, `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [%s]
+patches:
+  - patch: |-
+      $patch: delete
+      apiVersion: apps/v1
+      kind: DaemonSet
+      metadata: {name: fluent-bit, namespace: %s}
+`, repoRel(t, dir, "deploy", "overlays", "platform-fluent-bit"), loggingNS))
+	return dir
+}
+
+// fluentBitTLSName is the name overlays/platform-fluent-bit has fluent-bit check
+// on the relays' certificate (OTELCOL_RELAY_TLS_NAME, its tls.vhost).
+func fluentBitTLSName(t *testing.T) string {
+	t.Helper()
+	for _, d := range manifest.Render(t, filepath.Join(repoRoot, "deploy", "overlays", "platform-fluent-bit")).DaemonSets {
+		if name := manifest.Env(d.Namespace, d.Spec.Template.Spec.Containers[0])["OTELCOL_RELAY_TLS_NAME"]; name != "" {
+			return name
+		}
+	}
+	t.Fatal("overlays/platform-fluent-bit sets no OTELCOL_RELAY_TLS_NAME")
+	return ""
 }
 
 // runIssuers runs cert-manager's controller and trust-manager on the host until the

@@ -27,7 +27,8 @@ func everyRender(t *testing.T) map[string]string {
 	t.Helper()
 	base, agent := manifest.Dir("base"), manifest.Dir("agent")
 	renders := map[string]string{"base": base, "agent": agent, "fluent-bit": manifest.Dir("fluent-bit"),
-		"platform": manifest.Dir("overlays", "platform")}
+		"platform": manifest.Dir("overlays", "platform"), "platform-fluent-bit": manifest.Dir("overlays", "platform-fluent-bit"),
+		"cert-manager": manifest.Dir("cert-manager"), "trust-manager": manifest.Dir("cert-manager", "trust-manager")}
 	for _, o := range manifest.Overlays() {
 		renders[o] = manifest.Dir("overlays", o)
 	}
@@ -35,7 +36,7 @@ func everyRender(t *testing.T) map[string]string {
 		renders[name] = dir
 	}
 	for _, c := range []string{"alerts", "backend-default-mtls", "backends", "cert-manager", "priority-class", "servicemonitor"} {
-		renders[c] = manifest.OverlayOf(t, []string{base, agent}, manifest.Dir("components", c))
+		renders["components/"+c] = manifest.OverlayOf(t, []string{base, agent}, manifest.Dir("components", c))
 	}
 	return renders
 }

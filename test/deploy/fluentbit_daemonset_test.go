@@ -44,7 +44,7 @@ func fluentBitDaemonSet(t *testing.T) (manifest.Rendered, appsv1.DaemonSet) {
 func TestDeployFluentBitDaemonSet(t *testing.T) {
 	r, ds := fluentBitDaemonSet(t)
 	if ds.Namespace != fluentBitNamespace {
-		t.Errorf("DaemonSet in namespace %q, want %q (where the cert-manager component writes fluent-bit's Secret)", ds.Namespace, fluentBitNamespace)
+		t.Errorf("DaemonSet in namespace %q, want %q (where overlays/platform-fluent-bit's Certificate writes fluent-bit's Secret)", ds.Namespace, fluentBitNamespace)
 	}
 	checkFluentBitPod(t, r, ds.Spec.Template.Spec)
 	if got := ds.Spec.Template.Labels["app.kubernetes.io/name"]; got != "fluent-bit" {
@@ -217,11 +217,11 @@ func octal(m *int32) string {
 	return fmt.Sprintf("%#o", *m)
 }
 
-// certManagerSecret is the secretName of the cert-manager component's
+// certManagerSecret is the secretName of overlays/platform-fluent-bit's
 // Certificate name, in fluent-bit's namespace.
 func certManagerSecret(t *testing.T, name string) string {
 	t.Helper()
-	for _, doc := range manifest.Docs(t, manifest.OverlayOf(t, nil, manifest.Dir("components", "cert-manager"))) {
+	for _, doc := range manifest.Docs(t, manifest.Dir("overlays", "platform-fluent-bit")) {
 		var cert struct {
 			Kind     string `json:"kind"`
 			Metadata struct{ Name, Namespace string }
@@ -237,7 +237,7 @@ func certManagerSecret(t *testing.T, name string) string {
 			return cert.Spec.SecretName
 		}
 	}
-	t.Fatalf("components/cert-manager has no Certificate %s", name)
+	t.Fatalf("overlays/platform-fluent-bit has no Certificate %s", name)
 	return ""
 }
 

@@ -84,7 +84,7 @@ func TestDeployFluentBitConfig(t *testing.T) {
 	}
 	output := fb.Pipeline.Outputs[0]
 	for k, want := range map[string]string{
-		"name": "opentelemetry", "host": "${OTELCOL_RELAY_HOST}", "tls.vhost": "${OTELCOL_RELAY_HOST}", "port": "4318", "logs_uri": "/v1/logs",
+		"name": "opentelemetry", "host": "${OTELCOL_RELAY_HOST}", "tls.vhost": "${OTELCOL_RELAY_TLS_NAME}", "port": "4318", "logs_uri": "/v1/logs",
 		"tls": "on", "tls.verify": "on", "tls.verify_hostname": "on", "logs_body_key": "$log",
 		"logs_body_key_attributes": "on", "retry_limit": "no_limits",
 	} {

@@ -172,40 +172,63 @@ func checkFederationToken(t *testing.T, name string, sts *appsv1.StatefulSet) {
 	t.Errorf("%s: RELAY_FEDERATION_TOKEN_FILE %s is not a projected serviceAccountToken", name, file)
 }
 
-// TestKubeCertManagerComponent applies deploy/overlays/platform (base + agent +
-// the cert-manager, trust-manager, servicemonitor and alerts components)
-// server-side to a real API server with the real CRDs installed, twice: the
-// second apply changes nothing.
+// TestKubeCertManagerComponent applies what deploy/README.md's "Certificates from
+// cert-manager" applies server-side to a real API server with the real CRDs
+// installed: deploy/cert-manager and its trust-manager Bundle (the cluster's part),
+// deploy/overlays/platform (base + agent + the cert-manager, servicemonitor and
+// alerts components) as shipped and moved by a user's kustomization to team-obs
+// under a-, and overlays/platform-fluent-bit. Each twice: the second apply changes
+// nothing.
 func TestKubeCertManagerComponent(t *testing.T) {
 	k := e2e.StartKube(t)
 	e2e.InstallPlatformCRDs(t, func(args ...string) string { return k.MustKubectl(t, args...) })
-	// cert-manager's namespace and fluent-bit's exist before this is installed.
+	// cert-manager's namespace exists before this is installed.
 	k.MustKubectl(t, "create", "namespace", "cert-manager")
-	k.MustKubectl(t, "create", "namespace", "logging")
 
-	dir := manifest.Dir("overlays", "platform")
-	out := k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
-	t.Logf("first apply:\n%s", out)
-	for _, want := range []string{
-		"certificate.cert-manager.io/otelcol-relay-receiver-tls serverside-applied",
-		"certificate.cert-manager.io/otelcol-relay-agent-tls serverside-applied",
-		"certificate.cert-manager.io/otelcol-relay-fluent-bit-tls serverside-applied",
-		"certificate.cert-manager.io/otelcol-relay-ca serverside-applied",
-		"clusterissuer.cert-manager.io/otelcol-relay-ca serverside-applied",
-		"bundle.trust.cert-manager.io/otelcol-relay-ca serverside-applied",
-		"prometheusrule.monitoring.coreos.com/otelcol-relay serverside-applied",
-		"servicemonitor.monitoring.coreos.com/otelcol-relay serverside-applied",
-		"podmonitor.monitoring.coreos.com/otelcol-relay-federation serverside-applied",
+	platform := manifest.Dir("overlays", "platform")
+	for _, step := range []struct {
+		dir  string
+		want []string
+	}{
+		{manifest.Dir("cert-manager"), []string{
+			"certificate.cert-manager.io/otelcol-relay-ca serverside-applied",
+			"clusterissuer.cert-manager.io/otelcol-relay-ca serverside-applied",
+			"clusterissuer.cert-manager.io/otelcol-relay-selfsigned serverside-applied",
+		}},
+		{manifest.Dir("cert-manager", "trust-manager"), []string{"bundle.trust.cert-manager.io/otelcol-relay-ca serverside-applied"}},
+		{platform, []string{
+			"certificate.cert-manager.io/otelcol-relay-receiver-tls serverside-applied",
+			"certificate.cert-manager.io/otelcol-relay-agent-tls serverside-applied",
+			"prometheusrule.monitoring.coreos.com/otelcol-relay serverside-applied",
+			"servicemonitor.monitoring.coreos.com/otelcol-relay serverside-applied",
+			"podmonitor.monitoring.coreos.com/otelcol-relay-federation serverside-applied",
+		}},
+		{manifest.MovedTo(t, platform, "team-obs", "a-"), []string{
+			"certificate.cert-manager.io/a-otelcol-relay-receiver-tls serverside-applied",
+			"certificate.cert-manager.io/a-otelcol-relay-agent-tls serverside-applied",
+		}},
+		{manifest.Dir("overlays", "platform-fluent-bit"), []string{"certificate.cert-manager.io/otelcol-relay-fluent-bit-tls serverside-applied"}},
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("first apply did not report %q", want)
+		out := k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", step.dir)
+		t.Logf("first apply of %s:\n%s", step.dir, out)
+		for _, want := range step.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: first apply did not report %q", step.dir, want)
+			}
+		}
+		before := resourceVersions(t, k, step.dir)
+		k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", step.dir)
+		if after := resourceVersions(t, k, step.dir); strings.Join(before, "\n") != strings.Join(after, "\n") {
+			t.Errorf("%s: second apply changed objects:\nbefore %v\nafter  %v", step.dir, before, after)
 		}
 	}
-	before := resourceVersions(t, k, dir)
-	k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", dir)
-	after := resourceVersions(t, k, dir)
-	if strings.Join(before, "\n") != strings.Join(after, "\n") {
-		t.Errorf("second apply changed objects:\nbefore %v\nafter  %v", before, after)
+	// The moved install's serving certificate names its renamed Service, and its
+	// namespace carries the Bundle's label.
+	if out, err := k.Kubectl(t, "get", "certificate", "-n", "team-obs", "a-otelcol-relay-receiver-tls", "-o", "jsonpath={.spec.dnsNames}"); err != nil || out != `["a-otelcol-relay"]` {
+		t.Errorf("moved install: serving Certificate dnsNames = %s (%v), want [\"a-otelcol-relay\"]", out, err)
+	}
+	if out, err := k.Kubectl(t, "get", "namespace", "team-obs", "-o", `jsonpath={.metadata.labels.otelcol-relay\.io/ca-bundle}`); err != nil || out != "true" {
+		t.Errorf("moved install: namespace team-obs label otelcol-relay.io/ca-bundle = %q (%v), want true", out, err)
 	}
 	// The CRDs' schemas are strict: a field they do not know is refused, not kept.
 	if out, err := k.Kubectl(t, "get", "certificate", "-n", "cert-manager", "otelcol-relay-ca", "-o", "jsonpath={.spec.privateKey.rotationPolicy}"); err != nil || out != "Never" {

@@ -58,10 +58,13 @@ func newSender() (*sender, error) {
 		return nil, err
 	}
 	host := envOr("RELAY_HOST", "otelcol-relay.otelcol-relay.svc")
+	// The name checked on the relay's certificate, as fluent-bit's tls.vhost
+	// (OTELCOL_RELAY_TLS_NAME): the host unless set.
+	name := envOr("RELAY_TLS_NAME", host)
 	return &sender{
 		url: "https://" + host + ":4318/v1/logs",
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: host, MinVersion: tls.VersionTLS12},
+			TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: name, MinVersion: tls.VersionTLS12},
 			// net.keepalive_max_recycle: connections are redialed now and then.
 			MaxIdleConnsPerHost: atoiOr("MAX_IDLE", 1), IdleConnTimeout: 30 * time.Second,
 		}},
