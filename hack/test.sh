@@ -19,8 +19,8 @@
 # Usage: hack/test.sh [all|unit|deploy|reliability|e2e|cluster]...
 # Environment: GO, RELAY (the binary), BUILDTAGS, TEST_TIMEOUT, RUN (a -run regexp), TEST_FLAGS
 # (more go test flags for every suite, e.g. -v), and <SUITE>_FLAGS for one suite only
-# (UNIT_FLAGS=-race, CLUSTER_FLAGS=-shuffle=on: what CI sets). COMPILE_GOGC and
-# COMPILE_NICE apply to go test's compiler and linker only (gotest says why).
+# (UNIT_FLAGS=-race, CLUSTER_FLAGS=-shuffle=on: what CI sets). COMPILE_GOGC applies
+# to go test's compiler and linker only (gotest says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -74,19 +74,13 @@ wait_for() {
 	echo "test: waited $((SECONDS - start))s for $*"
 }
 
-# gotest ARGS...: go test with its compiles at COMPILE_GOGC (the Makefile's, 400) and
-# COMPILE_NICE (CI's, 10), its test binaries as they run without either. On a cold
-# machine the suites' compiles (the race build above all) ran beside the Kubernetes
-# peers at the same priority, though the peers and test/cluster after them are the
-# run's longest chain. -exec gives the binaries back the caller's GOGC, which they and
-# the relays they start would inherit, and their niceness, so no test's timing
-# changes. Only root may lower a niceness: for anyone else the compiles run at 0.
+# gotest ARGS...: go test with its compiles at COMPILE_GOGC (the Makefile's, 400: a
+# cold run is CPU-bound), its test binaries at the caller's GOGC, which they and the
+# relays they start would otherwise inherit: -exec gives it back to them.
 gotest() {
-	local n=${COMPILE_NICE:-0} run=(env)
-	[ "$(id -u)" = 0 ] || n=0
+	local run=(env)
 	if [ -n "${GOGC+x}" ]; then run+=("GOGC=$GOGC"); else run+=(-u GOGC); fi
-	if ((n > 0)); then run+=(nice -n "-$n"); fi
-	GOGC=${COMPILE_GOGC:-${GOGC:-100}} nice -n "$n" "$GO" test -exec "${run[*]}" "$@"
+	GOGC=${COMPILE_GOGC:-${GOGC:-100}} "$GO" test -exec "${run[*]}" "$@"
 }
 
 # suite NAME: run one suite in the foreground; its minutes go to bin/test-times.
