@@ -77,7 +77,7 @@ func TestPlatformOverlay(t *testing.T) {
 	// components/backend-default-mtls, before the overlay.
 	for _, l := range strings.Split(readmeBlock(t, "## What you create before applying", "**By hand.**"), "\n") {
 		if strings.Contains(l, "create secret tls otelcol-relay-backend-default-tls") {
-			block = strings.Replace(block, "kubectl apply --server-side", l+"\nkubectl apply --server-side", 1)
+			block = strings.Replace(block, "kubectl apply --server-side -k "+overlay+"\n", l+"\nkubectl apply --server-side -k "+overlay+"\n", 1)
 		}
 	}
 	start = time.Now()
