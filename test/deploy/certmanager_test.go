@@ -296,14 +296,8 @@ func fluentBitVhost(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conf struct {
-		Pipeline struct {
-			Outputs []map[string]any `json:"outputs"`
-		} `json:"pipeline"`
-	}
-	manifest.UnmarshalLoose(t, string(b), &conf)
-	for _, o := range conf.Pipeline.Outputs {
-		if v, ok := o["tls.vhost"].(string); ok {
+	for _, o := range parseFluentBit(t, b).Pipeline.Outputs {
+		if v := fluentBitString(o, "tls.vhost"); v != "" {
 			return v
 		}
 	}
