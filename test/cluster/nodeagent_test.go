@@ -206,8 +206,20 @@ func waitAppAtBackend(t *testing.T, l *load, backendIP string, n int) {
 
 // applyTestNamespace makes namespace ns, labelled as the backend's NetworkPolicy
 // admits, for whichever test runs first: applied, not created, so any order works.
+// A test before may have deleted ns without waiting: what is applied into a
+// namespace still terminating goes with it, so it waits for that to end first.
 func applyTestNamespace(t *testing.T, ns string) {
 	t.Helper()
+	eventually(t, "namespace "+ns+" not terminating", readyBudget, func() string {
+		out, err := kubectl(t, "", "get", "namespace", ns, "--ignore-not-found", "-o", "jsonpath={.status.phase}")
+		if err != nil {
+			return err.Error()
+		}
+		if phase := strings.TrimSpace(out); phase == "Terminating" {
+			return phase
+		}
+		return ""
+	})
 	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+", labels: {otelcol-relay-cluster-test: \"true\"}}\n",
 		"apply", "--server-side", "-f", "-")
 }

@@ -47,11 +47,8 @@ func TestFederationFromInClusterPrometheus(t *testing.T) {
 // admits), and waits for it to be Ready. removeFederation takes it away.
 func startFederatedPrometheus(t *testing.T) {
 	t.Helper()
+	applyTestNamespace(t, "monitoring")
 	mustKubectl(t, `apiVersion: v1
-kind: Namespace
-metadata: {name: monitoring, labels: {otelcol-relay-cluster-test: "true"}}
----
-apiVersion: v1
 kind: ConfigMap
 metadata: {name: prometheus, namespace: monitoring}
 data:
