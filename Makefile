@@ -40,7 +40,8 @@ CONTAINER ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/n
 # runc, not crun: crun fails here on hybrid cgroups and rlimits.
 CONTAINER_FLAGS ?= $(if $(findstring podman,$(CONTAINER)),--runtime runc)
 # The repository the manifests name (deploy/components/image, the one place for it).
-IMAGE_REPO ?= $(shell sed -n 's/^ *newName: *//p' deploy/components/image/kustomization.yaml)
+DEPLOY_IMAGE := $(shell sed -n 's/^ *newName: *//p' deploy/components/image/kustomization.yaml)
+IMAGE_REPO ?= $(DEPLOY_IMAGE)
 IMAGE     ?= $(IMAGE_REPO):$(subst +,_,$(VERSION))
 # `latest` moves only when HEAD is exactly a clean release tag.
 RELEASE_TAG := $(shell git describe --tags --match 'v*' --exact-match --dirty 2>/dev/null | grep -v -- '-dirty$$')
@@ -49,12 +50,19 @@ RELEASE_TAG := $(shell git describe --tags --match 'v*' --exact-match --dirty 2>
 PLATFORMS ?= linux/amd64 linux/arm64
 HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
 # File times and the creation date in the image come from the commit, not the
-# clock, so the same commit gives the same image content on any host.
+# clock. make image reuses podman's layer cache, and a cached layer keeps the
+# file times of the build that made it; make release builds in a storage of its
+# own, so the same commit gives the same image digest there (TestRelease).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 TEST_TIMEOUT ?= 60m
+ifneq ($(filter release,$(MAKECMDGOALS)),)
+ifeq ($(shell [[ '$(VERSION)' =~ ^v[0-9]+\.[0-9]+\.[0-9]+$$ ]] && echo ok),)
+$(error make release: VERSION="$(VERSION)" is not a release version: make release VERSION=vX.Y.Z on the checkout of tag vX.Y.Z)
+endif
+endif
 comma := ,
 
-.PHONY: print-image print-version release-check build generate check-generate run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
+.PHONY: print-image print-version release-check release build generate check-generate run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -198,6 +206,18 @@ test-image: image
 TAG ?= $(shell git describe --tags --match 'v*' 2>/dev/null)
 release-check: sbom
 	$(GO) run ./hack/releasecheck -tag '$(TAG)' -binary $(RELAY) $(BIN)/otelcol-relay.cdx.json $(wildcard $(BIN)/*_*/otelcol-relay.cdx.json)
+
+## release: dist/$(VERSION)/ for VERSION=vX.Y.Z, on that tag's clean checkout
+## (docs/releasing.md): the image for every platform as an OCI layout, each
+## platform's SBOM, install-<name>.yaml per install with the image by digest,
+## RELEASE-NOTES.md and SHA256SUMS. release-check runs first (TAG=VERSION) and
+## must pass. Two runs on one commit write the same files.
+release: TAG = $(VERSION)
+release: release-check cross
+	./hack/ca-bundle.sh $(BIN)/ca-certificates.crt
+	VERSION='$(VERSION)' REVISION='$(REVISION)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' IMAGE_REPO='$(IMAGE_REPO)' \
+		PLATFORMS='$(PLATFORMS)' BIN='$(BIN)' DEPLOY_IMAGE='$(DEPLOY_IMAGE)' CONTAINER='$(CONTAINER)' \
+		CONTAINER_FLAGS='$(CONTAINER_FLAGS)' ./hack/release.sh
 
 ## print-image, print-version: the image name `make image` tags, and the version in it.
 print-image:
