@@ -195,7 +195,8 @@ endif
 ## 512 MiB limit with a read-only root and check it works; inspect the manifest list:
 ## every platform present, its binary built for it, its SBOM and CA bundle.
 test-image: image
-	OTELCOL_RELAY_BIN=$(RELAY) RELAY_IMAGE=$(IMAGE) RELAY_CONTAINER=$(CONTAINER) \
+	REGISTRY_BIN=$$(GO=$(GO) ./hack/tools.sh registry) && \
+	OTELCOL_RELAY_BIN=$(RELAY) RELAY_IMAGE=$(IMAGE) RELAY_CONTAINER=$(CONTAINER) REGISTRY_BIN=$$REGISTRY_BIN \
 		RELAY_PLATFORMS="$(PLATFORMS)" RELAY_VERSION=$(VERSION) \
 		$(GO) test -tags image -count=1 -timeout 15m -v ./test/image/
 

@@ -8,8 +8,11 @@
 # The binary is copied to bin/NAME-VERSION and its path printed on stdout (the
 # only thing printed there; progress goes to stderr).
 #
-# Usage: hack/tools.sh golangci-lint|govulncheck|indexdb
+# Usage: hack/tools.sh golangci-lint|govulncheck|indexdb|registry
 #        (BIN=dir to install elsewhere, GO=go command)
+# registry is the CNCF reference registry from hack/registry.go, built in a module
+# of its own that requires only distribution/v3 at the version below; its path
+# ends in that version and a hash of the file.
 # indexdb's version is golang.org/x/vulndb's: hack/vulncheck.sh builds its database
 # from that module at the version in the path printed.
 set -euo pipefail
@@ -19,12 +22,20 @@ bin=${BIN:-$root/bin}
 cache=${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/otelcol-relay/tools}
 go=${GO:-go}
 
-# install NAME MODULE/CMD VERSION: print the path of bin/NAME-VERSION, built into the
-# cache first if it is not there.
+# install NAME MODULE/CMD VERSION [MAIN]: print the path of bin/NAME-VERSION, built
+# into the cache first if it is not there. With MAIN (a //go:build ignore file in
+# hack/), that file is the main package, in a module requiring MODULE at VERSION.
 install() {
-	local name=$1 pkg=$2 version=$3
+	local name=$1 pkg=$2 version=$3 main=${4:-}
+	# A main of ours is part of the version: a change to it is another binary.
+	[ -z "$main" ] || version=$version-$(sha256sum "$root/hack/$main" | cut -c1-8)
 	local cached=$cache/$name-$version out=$bin/$name-$version
 	mkdir -p "$cache" "$bin"
+	# One build of a tool at a time (make test-image and the cluster suite both
+	# want the registry): a second run waits here, then finds it cached.
+	local lock
+	exec {lock}>"$cache/.lock-$name"
+	flock "$lock"
 	if [ ! -x "$cached" ]; then
 		echo "tools: building $name $version (go install $pkg@$version)" >&2
 		local work
@@ -36,9 +47,16 @@ install() {
 		# version are cache hits.
 		(
 			cd "$work"
-			GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$root/go.mod" | grep . || echo auto) \
-				GOGC=${GOGC:-400} GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off nice -n 10 \
-				"$go" install "$pkg@$version" >&2
+			export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$root/go.mod" | grep . || echo auto) \
+				GOGC=${GOGC:-400} GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off
+			if [ -z "$main" ]; then
+				nice -n 10 "$go" install "$pkg@$version" >&2
+			else
+				"$go" mod init "tools/$name" >&2
+				sed '/^\/\/go:build ignore$/d' "$root/hack/$main" >main.go
+				"$go" get "$pkg@$version" >&2
+				nice -n 10 "$go" build -o "$work/bin/$name" . >&2
+			fi
 		) || { rm -rf "$work"; return 1; }
 		# A copy then a rename, so a concurrent run never sees half a binary.
 		cp "$work/bin/$name" "$cached.tmp.$$"
@@ -62,8 +80,11 @@ govulncheck)
 indexdb)
 	install indexdb golang.org/x/vulndb/cmd/indexdb v0.0.0-20261105234957-e22db6528018
 	;;
+registry)
+	install registry github.com/distribution/distribution/v3 v3.1.2 registry.go
+	;;
 *)
-	echo "usage: $0 golangci-lint|govulncheck|indexdb" >&2
+	echo "usage: $0 golangci-lint|govulncheck|indexdb|registry" >&2
 	exit 2
 	;;
 esac

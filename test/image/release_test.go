@@ -40,7 +40,8 @@ var releaseInstalls = map[string]bool{
 // platform's SBOM matching its binary, the install files naming the image by
 // that digest and never by tag, RELEASE-NOTES.md with the tag's CHANGELOG
 // section, and a SHA256SUMS that `sha256sum -c` accepts and that catches a
-// changed byte. A version whose tag does not exist writes nothing.
+// changed byte. The layout pushed to the reference registry serves that digest
+// (checkReleasePushed). A version whose tag does not exist writes nothing.
 func TestRelease(t *testing.T) {
 	e := newEngine(t)
 	if !strings.HasSuffix(e.bin, "podman") {
@@ -78,6 +79,7 @@ func TestRelease(t *testing.T) {
 	digest := checkReleaseLayout(t, filepath.Join(dist, "image"), tag, platforms)
 	t.Logf("two releases of %s: the same %d files, image %s@%s", tag, len(second), releaseRepo, digest)
 	ref := releaseRepo + "@" + digest
+	checkReleasePushed(t, filepath.Join(dist, "image"), tag, digest)
 
 	for _, p := range platforms {
 		goos, arch, _ := strings.Cut(p, "/")
