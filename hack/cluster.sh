@@ -191,7 +191,7 @@ KC
 }
 
 configs() {
-	mkdir -p "$E/cni/net.d" "$C/local-path"
+	mkdir -p "$E/cni/net.d" "$E/certs.d" "$C/local-path"
 	cat >"$E/containerd.toml" <<EOF
 version = 3
 root = "$D/containerd/root"
@@ -207,6 +207,10 @@ state = "$D/containerd/state"
     snapshotter = 'overlayfs'
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = 'localhost/otelcol-relay-test/pause:1.0'
+    # Registry hosts, one directory each (hosts.toml, its CA): where a test that
+    # pulls from a registry of its own says how to reach and trust it.
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '$E/certs.d'
   [plugins.'io.containerd.cri.v1.runtime']
     netns_mounts_under_state_dir = true
     # No CAP_SYS_RESOURCE here: a negative oom_score_adj (the pause asks -998) fails.

@@ -117,6 +117,11 @@ suite() {
 	e2e | cluster)
 		local -n need="${name}_peers"
 		wait_for "${need[@]}" || rc=$?
+		# The reference registry TestUpgradeToReleaseFromRegistry pulls from.
+		if [ "$name" = cluster ] && ((rc == 0)); then
+			REGISTRY_BIN=$(GO=$GO ./hack/tools.sh registry) || rc=$?
+			export REGISTRY_BIN
+		fi
 		if ((rc == 0)); then
 			OTELCOL_RELAY_BIN=$RELAY gotest -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		fi

@@ -7,7 +7,6 @@ package cluster
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,17 +16,22 @@ import (
 // TestRollingUpgrade changes the StatefulSet twice under a numbered load, as an
 // operator does: a config change (variables the shipped config reads, set to what
 // TestScaleInBackendDown and TestBackendCertificateRotation ask relayEnv for, so
-// that they need no rollout of their own after this one), then a new image tag (the
-// same image, tagged anew in containerd) applied as deploy/docs/upgrade.md says, its
-// `kubectl apply --server-side -k my-aks` run as it is written. Each time every pod is
-// replaced one at a time, each old pod drains in its preStop hook and exits 0, and
-// the rollout's time is set against terminationGracePeriodSeconds. Every acknowledged number reaches the backend and no
-// queue keeps anything. Both changes are away from what runs, whatever a test before
-// this one left: a change to the same value would roll nothing.
+// that they need no rollout of their own after this one), then a new release, as a
+// platform team gets one (publishRelease: make release on a tag, pushed to a
+// registry, pulled by containerd by digest), applied as deploy/docs/upgrade.md
+// says, its `kubectl apply --server-side -k my-aks` run as it is written, my-aks's
+// `images:` pinned to the release's digest. Each time every pod is replaced one at
+// a time, each old pod drains in its preStop hook and exits 0, and the rollout's
+// time is set against terminationGracePeriodSeconds; after the release every relay
+// and agent pod runs the image by that digest. Every acknowledged number reaches
+// the backend and no queue keeps anything. The config change is away from what
+// runs, whatever a test before this one left: a change to the same value would
+// roll nothing (and each release is a new commit, so a new digest).
 func TestRollingUpgrade(t *testing.T) {
 	install(t)
 	pinTwoRelays(t)
 	backendIP := podIP(t, backendNS, "app=backend")
+	repo, digest := publishRelease(t)
 	l := startLoad(t, "rollout", 2000, 4)
 	time.Sleep(5 * time.Second)
 
@@ -39,24 +43,17 @@ func TestRollingUpgrade(t *testing.T) {
 		mustKubectl(t, "", "-n", relayNS, "set", "env", "statefulset/otelcol-relay", "-c", "otelcol-relay",
 			"RELAY_OTLP_TLS_RELOAD_INTERVAL="+reload, drainTimeout)
 	})
-	tag := imageTag(t) + "-next"
-	running := mustKubectl(t, "", "-n", relayNS, "get", "statefulset", "otelcol-relay", "-o", `jsonpath={.spec.template.spec.containers[?(@.name=="otelcol-relay")].image}`)
-	if running == imageName(t)+":"+tag {
-		tag = imageTag(t)
-	} else {
-		ctr := exec.Command(filepath.Join(repoRoot, "bin", "ctr"), "-n", "k8s.io", "images", "tag", "--force", relayImage, imageName(t)+":"+tag)
-		if out, err := ctr.CombinedOutput(); err != nil {
-			t.Fatalf("ctr images tag %s %s:%s: %v\n%s", relayImage, imageName(t), tag, err, out)
-		}
-	}
-	// The new release as deploy/docs/upgrade.md has a user apply it: the newTag of
-	// the kustomization moved, then the page's block as it is written, in the
-	// directory that holds my-aks.
+	// The new release as deploy/docs/upgrade.md has a user apply it: the image of
+	// the kustomization moved to the release's digest, then the page's block as it
+	// is written, in the directory that holds my-aks.
 	dir := t.TempDir()
-	writeMyAKS(t, filepath.Join(dir, "my-aks"), tag)
-	rollout(t, "image "+imageName(t)+":"+tag+" (kubectl apply -k my-aks)", func() {
+	writeMyAKSImage(t, filepath.Join(dir, "my-aks"), "newName: "+repo+"\n    digest: "+digest)
+	ref := repo + "@" + digest
+	rollout(t, "release "+ref+" (kubectl apply -k my-aks)", func() {
 		sh(t, dir, nil, docBlock(t, "deploy/docs/upgrade.md", "## A new release, or a changed config", "apply your kustomization as you installed it"))
 	})
+	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
+	runsRelease(t, ref)
 
 	_, sc := l.finish(t, backendIP)
 	if sc.Missing != 0 {
@@ -65,11 +62,12 @@ func TestRollingUpgrade(t *testing.T) {
 	queuesEmpty(t)
 }
 
-// writeMyAKS writes dir as a user's my-aks for the release tagged tag: the install's
-// own overlay with the newTag of its image moved. It also pins the HPA at two
-// replicas, as pinTwoRelays did with kubectl patch: an operator who pins it says so in
-// the kustomization, or the apply stops at the conflict with the patch's field.
-func writeMyAKS(t *testing.T, dir, tag string) {
+// writeMyAKSImage writes dir as a user's my-aks: the install's own overlay with
+// image, the fields of its `images:` entry (YAML lines, the later ones indented by
+// four). It also pins the HPA at two replicas, as pinTwoRelays did with kubectl
+// patch: an operator who pins it says so in the kustomization, or the apply stops
+// at the conflict with the patch's field.
+func writeMyAKSImage(t *testing.T, dir, image string) {
 	t.Helper()
 	if installOverlay == "" {
 		t.Fatal("no install overlay: install(t) first")
@@ -87,7 +85,7 @@ resources:
   - %s
 images:
   - name: %s
-    newTag: %s
+    %s
 patches:
   - target: {kind: HorizontalPodAutoscaler, name: otelcol-relay}
     patch: |-
@@ -97,7 +95,7 @@ patches:
       - op: replace
         path: /spec/maxReplicas
         value: 2
-`, filepath.ToSlash(rel), imageName(t), tag)))
+`, filepath.ToSlash(rel), imageName(t), image)))
 }
 
 // rollout applies change and waits for the StatefulSet's rolling update, checking
