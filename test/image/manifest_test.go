@@ -42,14 +42,7 @@ type manifestList struct {
 // (read from the ELF header of the file copied out of the image), the SBOM of
 // exactly that binary, and the CA bundle from the pinned Debian package.
 func TestImageManifestList(t *testing.T) {
-	e := newEngine(t)
-	if !strings.HasSuffix(e.bin, "podman") {
-		t.Skip("the manifest list is built with podman; docker builds the host's architecture only")
-	}
-	platforms := strings.Fields(os.Getenv("RELAY_PLATFORMS"))
-	if len(platforms) == 0 {
-		t.Fatal("RELAY_PLATFORMS must be set: run `make test-image`")
-	}
+	e, platforms := manifestListEngine(t, "the manifest list is built with podman; docker builds the host's architecture only")
 	var list manifestList
 	if err := json.Unmarshal([]byte(e.output(t, "manifest", "inspect", e.image)), &list); err != nil {
 		t.Fatalf("manifest inspect %s: %v", e.image, err)
@@ -137,6 +130,22 @@ func TestSBOMListsEveryModule(t *testing.T) {
 
 // copyOut copies files out of one image of the list (by its digest) without
 // running it: the image may be for another architecture.
+// manifestListEngine is the engine and RELAY_PLATFORMS for a test of the
+// multi-platform image, which only podman builds: with another engine the test
+// skips, saying why.
+func manifestListEngine(t *testing.T, why string) (engine, []string) {
+	t.Helper()
+	e := newEngine(t)
+	if !strings.HasSuffix(e.bin, "podman") {
+		t.Skip(why)
+	}
+	platforms := strings.Fields(os.Getenv("RELAY_PLATFORMS"))
+	if len(platforms) == 0 {
+		t.Fatal("RELAY_PLATFORMS must be set: run `make test-image`")
+	}
+	return e, platforms
+}
+
 func (e engine) copyOut(t *testing.T, image string, files map[string]string) {
 	t.Helper()
 	name := fmt.Sprintf("otelcol-relay-inspect-%d", time.Now().UnixNano())

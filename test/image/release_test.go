@@ -43,14 +43,7 @@ var releaseInstalls = map[string]bool{
 // changed byte. The layout pushed to the reference registry serves that digest
 // (checkReleasePushed). A version whose tag does not exist writes nothing.
 func TestRelease(t *testing.T) {
-	e := newEngine(t)
-	if !strings.HasSuffix(e.bin, "podman") {
-		t.Skip("make release needs podman (the multi-platform manifest list)")
-	}
-	platforms := strings.Fields(os.Getenv("RELAY_PLATFORMS"))
-	if len(platforms) == 0 {
-		t.Fatal("RELAY_PLATFORMS must be set: run `make test-image`")
-	}
+	_, platforms := manifestListEngine(t, "make release needs podman (the multi-platform manifest list)")
 	r := checkout.Copy(t)
 	version := r.Version()
 	tag := r.TagRelease()
