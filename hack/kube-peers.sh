@@ -64,8 +64,8 @@ export CGO_ENABLED=0
 # the machine's: the compiler is part of every compile's cache key, so with another
 # one nothing the project compiled (its binary, the standard library, client-go, the
 # API types, gRPC, ...) could serve the peers. See align_with_project.
-project_toolchain=$(sed -n 's/^toolchain //p' "$root/go.mod")
-export GOTOOLCHAIN=${project_toolchain:-auto}
+GOTOOLCHAIN=$("$root/hack/project-toolchain.sh")
+export GOTOOLCHAIN
 niceness=${KUBE_PEERS_NICE:-10}
 
 work=$(mktemp -d)

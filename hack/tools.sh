@@ -47,8 +47,8 @@ install() {
 		# version are cache hits.
 		(
 			cd "$work"
-			export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$root/go.mod" | grep . || echo auto) \
-				GOGC=${GOGC:-400} GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off
+			GOTOOLCHAIN=$("$root/hack/project-toolchain.sh")
+			export GOTOOLCHAIN GOGC=${GOGC:-400} GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off
 			if [ -z "$main" ]; then
 				nice -n 10 "$go" install "$pkg@$version" >&2
 			else
