@@ -212,13 +212,16 @@ release-check: sbom
 ## (docs/releasing.md): the image for every platform as an OCI layout, each
 ## platform's SBOM, install-<name>.yaml per install with the image by digest,
 ## RELEASE-NOTES.md and SHA256SUMS. release-check runs first (TAG=VERSION) and
-## must pass. Two runs on one commit write the same files.
+## must pass, and again at the end with the image's labels. Two runs on one
+## commit write the same files.
 release: TAG = $(VERSION)
 release: release-check cross
 	./hack/ca-bundle.sh $(BIN)/ca-certificates.crt
 	VERSION='$(VERSION)' REVISION='$(REVISION)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' IMAGE_REPO='$(IMAGE_REPO)' \
 		PLATFORMS='$(PLATFORMS)' BIN='$(BIN)' DEPLOY_IMAGE='$(DEPLOY_IMAGE)' CONTAINER='$(CONTAINER)' \
 		CONTAINER_FLAGS='$(CONTAINER_FLAGS)' ./hack/release.sh
+	$(GO) run ./hack/releasecheck -tag '$(VERSION)' -binary $(RELAY) -layout dist/$(VERSION)/image \
+		$(BIN)/otelcol-relay.cdx.json $(wildcard dist/$(VERSION)/sbom-*.cdx.json)
 
 ## print-image, print-version: the image name `make image` tags, and the version in it.
 print-image:

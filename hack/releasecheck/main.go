@@ -2,14 +2,18 @@
 
 // Command releasecheck verifies that a release tag's artifacts name one version:
 // the tag vX.Y.Z, VERSION (X.Y.Z) and the image tag in deploy/components/image
-// as committed at the tag, a CHANGELOG.md section "## X.Y.Z" at the tag, the
-// version the built binary reports, and the version each SBOM names. It reports
+// as committed at the tag, a CHANGELOG.md section "## X.Y.Z" at the tag, every
+// `?ref=` and `newTag:` of deploy/README.md's remote-base example at the tag, the
+// version the built binary reports, the version each SBOM names and, with
+// -layout, the OCI labels of every image in the release's layout (version and
+// revision: the tag and its commit; source and licenses present). It reports
 // every disagreement, each naming the artifact and both values, and exits 1.
 //
-//	go run ./hack/releasecheck -tag v0.2.0 -binary bin/otelcol-relay bin/otelcol-relay.cdx.json ...
+//	go run ./hack/releasecheck -tag v0.2.0 -binary bin/otelcol-relay [-layout dist/v0.2.0/image] bin/otelcol-relay.cdx.json ...
 //
 // `make release-check [TAG=vX.Y.Z]` builds the binary and its SBOM first and runs
-// it on them (docs/releasing.md).
+// it on them; `make release` runs it again with the layout it wrote
+// (docs/releasing.md).
 package main
 
 import (
@@ -30,15 +34,33 @@ var releaseTag = regexp.MustCompile(`^v(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)$`)
 // imageComponent is the one place the manifests name the image (and its tag).
 const imageComponent = "deploy/components/image/kustomization.yaml"
 
+// installGuide shows the remote base pinned to a release (?ref=) with its image tag.
+const installGuide = "deploy/README.md"
+
+// pinRef matches a remote base's ?ref= and an images: entry's newTag: in a guide.
+var pinRef = regexp.MustCompile("(?:\\?ref=|newTag: *)([^\\s)`'\"]+)")
+
 func main() {
 	tag := flag.String("tag", "", "the release tag to check, vX.Y.Z")
 	binary := flag.String("binary", "bin/otelcol-relay", "the built collector")
+	layout := flag.String("layout", "", "the release's image, an OCI layout (make release's dist/vX.Y.Z/image)")
 	flag.Parse()
-	if err := check(*tag, *binary, flag.Args()); err != nil {
+	err := check(*tag, *binary, flag.Args())
+	images := 0
+	if *layout != "" {
+		var lerr error
+		images, lerr = checkLayout(*tag, *layout)
+		err = errors.Join(err, lerr)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("release-check %s: tag, VERSION, image tag, CHANGELOG, binary and %d SBOM(s) agree\n", *tag, len(flag.Args()))
+	labels := ""
+	if *layout != "" {
+		labels = fmt.Sprintf(", and the labels of %d image(s)", images)
+	}
+	fmt.Printf("release-check %s: tag, VERSION, image tag, CHANGELOG, deploy/README.md's ?ref=, binary and %d SBOM(s) agree%s\n", *tag, len(flag.Args()), labels)
 }
 
 // check returns every disagreement between the tag and its artifacts, joined.
@@ -72,6 +94,16 @@ func check(tag, binary string, sboms []string) error {
 		errs = append(errs, fmt.Errorf("release-check %s: CHANGELOG.md at the tag: %w", tag, err))
 	} else if !hasSection(c, version) {
 		errs = append(errs, fmt.Errorf("release-check %s: CHANGELOG.md at the tag has no section \"## %s\" (rename ## Unreleased to it)", tag, version))
+	}
+
+	if r, err := git("show", tag+":"+installGuide); err != nil {
+		errs = append(errs, fmt.Errorf("release-check %s: %s at the tag: %w", tag, installGuide, err))
+	} else {
+		for _, got := range pins(r) {
+			if got != tag {
+				mismatch("a remote base's ?ref= or the image's newTag in "+installGuide+" at the tag", got, tag)
+			}
+		}
 	}
 
 	if out, err := exec.Command(binary, "--version").CombinedOutput(); err != nil {
@@ -144,4 +176,17 @@ func sbomVersion(path string) (string, error) {
 		return "", fmt.Errorf("not CycloneDX JSON: %w", err)
 	}
 	return doc.Metadata.Component.Version, nil
+}
+
+// pins are the distinct versions the guide pins, in order of appearance.
+func pins(guide string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range pinRef.FindAllStringSubmatch(guide, -1) {
+		if v := m[1]; !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }

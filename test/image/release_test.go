@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -52,7 +53,10 @@ func TestRelease(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		out := r.Must("make", "-s", "release", "VERSION="+tag, "IMAGE_REPO="+releaseRepo)
-		t.Logf("make release VERSION=%s (%s): %s", tag, time.Since(start).Round(time.Second), lastLine(out))
+		t.Logf("make release VERSION=%s (%s):\n%s", tag, time.Since(start).Round(time.Second), out)
+		if want := fmt.Sprintf("agree, and the labels of %d image(s)\n", len(platforms)); !strings.Contains(out, want) {
+			t.Errorf("make release VERSION=%s: no release-check of the layout (%q)", tag, want)
+		}
 		return treeSums(t, dist)
 	}
 
@@ -274,9 +278,4 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func lastLine(out string) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return lines[len(lines)-1]
 }
