@@ -111,16 +111,22 @@ for install in "${installs[@]}"; do
 done
 
 # The release notes: the page's template with this release's image, digest and
-# CHANGELOG section.
-section=$(awk -v h="## ${VERSION#v}" '$0 == h {on = 1; next} on && /^## / {exit} on' "$root/CHANGELOG.md")
-if [ -z "$(tr -d '[:space:]' <<<"$section")" ]; then
-	echo "release: CHANGELOG.md has no \"## ${VERSION#v}\" section with entries" >&2
-	exit 1
-fi
-printf '%s\n' "$section" >"$work/changes"
+# its sections of CHANGELOG.md and UPGRADING.md ("## X.Y.Z", or "## X.Y.Z (...)").
+section() {
+	local body
+	body=$(awk -v h="## ${VERSION#v}" '$0 == h || index($0, h " ") == 1 {on = 1; next} on && /^## / {exit} on' "$root/$1")
+	if [ -z "$(tr -d '[:space:]' <<<"$body")" ]; then
+		echo "release: $1 has no \"## ${VERSION#v}\" section with entries" >&2
+		exit 1
+	fi
+	printf '%s\n' "$body" >"$2"
+}
+section CHANGELOG.md "$work/changes"
+section UPGRADING.md "$work/upgrading"
 platforms=$(tr ' ' '\n' <<<"$PLATFORMS" | sed '/^$/d' | paste -sd, - | sed 's/,/, /g')
-awk -v version="$VERSION" -v ref="$ref" -v image="$image" -v repo="$IMAGE_REPO" -v digest="$digest" -v name="$DEPLOY_IMAGE" -v platforms="$platforms" -v changes="$work/changes" '
+awk -v version="$VERSION" -v ref="$ref" -v image="$image" -v repo="$IMAGE_REPO" -v digest="$digest" -v name="$DEPLOY_IMAGE" -v platforms="$platforms" -v changes="$work/changes" -v upgrading="$work/upgrading" '
 	/^\{\{changes\}\}$/ { while ((getline l < changes) > 0) print l; next }
+	/^\{\{upgrading\}\}$/ { while ((getline l < upgrading) > 0) print l; next }
 	{ gsub(/\{\{version\}\}/, version); gsub(/\{\{ref\}\}/, ref); gsub(/\{\{image\}\}/, image); gsub(/\{\{repo\}\}/, repo); gsub(/\{\{digest\}\}/, digest); gsub(/\{\{name\}\}/, name); gsub(/\{\{platforms\}\}/, platforms); print }
 ' "$root/docs/release-notes.md.tmpl" >"$dist/RELEASE-NOTES.md"
 

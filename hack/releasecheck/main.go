@@ -2,7 +2,7 @@
 
 // Command releasecheck verifies that a release tag's artifacts name one version:
 // the tag vX.Y.Z, VERSION (X.Y.Z) and the image tag in deploy/components/image
-// as committed at the tag, a CHANGELOG.md section "## X.Y.Z" at the tag, every
+// as committed at the tag, CHANGELOG.md and UPGRADING.md sections "## X.Y.Z" at the tag, every
 // `?ref=` and `newTag:` of deploy/README.md's remote-base example at the tag, the
 // version the built binary reports, the version each SBOM names and, with
 // -layout, the OCI labels of every image in the release's layout (version and
@@ -60,7 +60,7 @@ func main() {
 	if *layout != "" {
 		labels = fmt.Sprintf(", and the labels of %d image(s)", images)
 	}
-	fmt.Printf("release-check %s: tag, VERSION, image tag, CHANGELOG, deploy/README.md's ?ref=, binary and %d SBOM(s) agree%s\n", *tag, len(flag.Args()), labels)
+	fmt.Printf("release-check %s: tag, VERSION, image tag, CHANGELOG, UPGRADING, deploy/README.md's ?ref=, binary and %d SBOM(s) agree%s\n", *tag, len(flag.Args()), labels)
 }
 
 // check returns every disagreement between the tag and its artifacts, joined.
@@ -94,6 +94,12 @@ func check(tag, binary string, sboms []string) error {
 		errs = append(errs, fmt.Errorf("release-check %s: CHANGELOG.md at the tag: %w", tag, err))
 	} else if !hasSection(c, version) {
 		errs = append(errs, fmt.Errorf("release-check %s: CHANGELOG.md at the tag has no section \"## %s\" (rename ## Unreleased to it)", tag, version))
+	}
+
+	if u, err := git("show", tag+":UPGRADING.md"); err != nil {
+		errs = append(errs, fmt.Errorf("release-check %s: UPGRADING.md at the tag: %w", tag, err))
+	} else if !hasSection(u, version) {
+		errs = append(errs, fmt.Errorf("release-check %s: UPGRADING.md at the tag has no section \"## %s\" (rename ## Unreleased to it)", tag, version))
 	}
 
 	if r, err := git("show", tag+":"+installGuide); err != nil {

@@ -101,8 +101,8 @@ func (r *Repo) Version() string {
 }
 
 // TagRelease makes the copy a repository whose one commit is the release of its
-// VERSION, as step 1 of the procedure prepares it (the image tag and a CHANGELOG
-// section say that version), tagged vVERSION; it returns the tag.
+// VERSION, as step 1 of the procedure prepares it (the image tag and sections of
+// CHANGELOG.md and UPGRADING.md say that version), tagged vVERSION; it returns the tag.
 func (r *Repo) TagRelease() string {
 	r.t.Helper()
 	version := r.Version()
@@ -110,6 +110,9 @@ func (r *Repo) TagRelease() string {
 	r.SetImageTag(tag)
 	if !strings.Contains(r.read("CHANGELOG.md"), "\n## "+version+"\n") {
 		r.PrependChangelog(version)
+	}
+	if !strings.Contains(r.read("UPGRADING.md"), "\n## "+version+"\n") {
+		r.PrependSection("UPGRADING.md", version)
 	}
 	r.Must("git", "init", "-q")
 	r.Must("git", "add", "-A")
@@ -137,12 +140,19 @@ func (r *Repo) SetImageTag(tag string) {
 // changelog's first section.
 func (r *Repo) PrependChangelog(version string) {
 	r.t.Helper()
-	s := r.read("CHANGELOG.md")
+	r.PrependSection("CHANGELOG.md", version)
+}
+
+// PrependSection puts a `## version` section with one entry in front of the first
+// section of file (CHANGELOG.md, UPGRADING.md).
+func (r *Repo) PrependSection(file, version string) {
+	r.t.Helper()
+	s := r.read(file)
 	i := strings.Index(s, "\n## ")
 	if i < 0 {
-		r.t.Fatalf("CHANGELOG.md has no section")
+		r.t.Fatalf("%s has no section", file)
 	}
-	r.write("CHANGELOG.md", s[:i+1]+"## "+version+"\n\n"+ChangelogEntry(version)+"\n"+s[i:])
+	r.write(file, s[:i+1]+"## "+version+"\n\n"+ChangelogEntry(version)+"\n"+s[i:])
 }
 
 // ChangelogEntry is the entry PrependChangelog writes for version.

@@ -21,11 +21,11 @@ import (
 
 // TestReleaseCheck tags a copy of the checkout v<VERSION>, where VERSION, the image
 // tag, the CHANGELOG and deploy/README.md's ?ref= say that version: `make
-// release-check` passes. Then it tags a commit that bumps VERSION and the CHANGELOG
-// to the next version but forgets the image tag and the ?ref=, and checks that tag
-// from the first one's checkout: it fails, naming the image tag, the ?ref=, the
-// binary and the SBOM (all of the first version), and not the VERSION and
-// CHANGELOG that agree.
+// release-check` passes. Then it tags a commit that bumps VERSION, the CHANGELOG
+// and UPGRADING.md to the next version but forgets the image tag and the ?ref=, and
+// checks that tag from the first one's checkout: it fails, naming the image tag,
+// the ?ref=, the binary and the SBOM (all of the first version), and not the
+// VERSION, CHANGELOG and UPGRADING that agree.
 func TestReleaseCheck(t *testing.T) {
 	r := checkout.Copy(t)
 	version := r.Version()
@@ -37,7 +37,7 @@ func TestReleaseCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make release-check on the agreeing tag %s failed: %v", tag, err)
 	}
-	if !strings.Contains(out, "release-check "+tag+": tag, VERSION, image tag, CHANGELOG, deploy/README.md's ?ref=, binary and 1 SBOM(s) agree") {
+	if !strings.Contains(out, "release-check "+tag+": tag, VERSION, image tag, CHANGELOG, UPGRADING, deploy/README.md's ?ref=, binary and 1 SBOM(s) agree") {
 		t.Errorf("make release-check on %s: no agreement line", tag)
 	}
 
@@ -48,6 +48,7 @@ func TestReleaseCheck(t *testing.T) {
 		t.Fatal(werr)
 	}
 	r.PrependChangelog(next[1:])
+	r.PrependSection("UPGRADING.md", next[1:])
 	r.Must("git", "commit", "-q", "-am", "release "+next)
 	r.Must("git", "tag", "-a", next, "-m", next)
 	r.Must("git", "checkout", "-q", tag)
@@ -67,7 +68,7 @@ func TestReleaseCheck(t *testing.T) {
 			t.Errorf("make release-check TAG=%s: output lacks %q", next, want)
 		}
 	}
-	for _, notWant := range []string{"VERSION at the tag", "CHANGELOG.md at the tag"} {
+	for _, notWant := range []string{"VERSION at the tag", "CHANGELOG.md at the tag", "UPGRADING.md at the tag"} {
 		if strings.Contains(out, notWant) {
 			t.Errorf("make release-check TAG=%s names %q, which agrees at that tag", next, notWant)
 		}

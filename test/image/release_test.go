@@ -40,7 +40,7 @@ var releaseInstalls = map[string]bool{
 // image as an OCI layout (one manifest per platform, under the tag), each
 // platform's SBOM matching its binary, the install files naming the image by
 // that digest and never by tag, RELEASE-NOTES.md with the tag's CHANGELOG
-// section, and a SHA256SUMS that `sha256sum -c` accepts and that catches a
+// and UPGRADING sections, and a SHA256SUMS that `sha256sum -c` accepts and that catches a
 // changed byte. The layout pushed to the reference registry serves that digest
 // (checkReleasePushed). A version whose tag does not exist writes nothing.
 func TestRelease(t *testing.T) {
@@ -103,13 +103,9 @@ func TestRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changelog := readFile(t, filepath.Join(r.Dir, "CHANGELOG.md"))
-	_, section, _ := strings.Cut(changelog, "\n## "+version+"\n")
-	section, _, _ = strings.Cut(section, "\n## ")
-	if strings.TrimSpace(section) == "" {
-		t.Fatalf("the copy's CHANGELOG.md has no ## %s section", version)
-	}
-	for _, want := range []string{"# otelcol-relay " + tag + "\n", ref, strings.TrimSpace(section)} {
+	for _, want := range []string{"# otelcol-relay " + tag + "\n", ref,
+		versionSection(t, filepath.Join(r.Dir, "CHANGELOG.md"), version),
+		versionSection(t, filepath.Join(r.Dir, "UPGRADING.md"), version)} {
 		if !strings.Contains(string(notes), want) {
 			t.Errorf("RELEASE-NOTES.md lacks %q", want)
 		}
@@ -257,6 +253,17 @@ func union(a, b map[string]string) map[string]bool {
 		u[k] = true
 	}
 	return u
+}
+
+// versionSection is the body of file's "## version" section, trimmed.
+func versionSection(t *testing.T, file, version string) string {
+	t.Helper()
+	_, section, _ := strings.Cut(readFile(t, file), "\n## "+version+"\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	if section = strings.TrimSpace(section); section == "" {
+		t.Fatalf("%s has no ## %s section", file, version)
+	}
+	return section
 }
 
 func flipByte(t *testing.T, path string) {
