@@ -117,7 +117,7 @@ suite() {
 	e2e | cluster)
 		local -n need="${name}_peers"
 		wait_for "${need[@]}" || rc=$?
-		# The reference registry TestUpgradeToReleaseFromRegistry pulls from.
+		# The reference registry TestRollingUpgrade's release is pulled from.
 		if [ "$name" = cluster ] && ((rc == 0)); then
 			REGISTRY_BIN=$(GO=$GO ./hack/tools.sh registry) || rc=$?
 			export REGISTRY_BIN

@@ -128,8 +128,6 @@ func TestSBOMListsEveryModule(t *testing.T) {
 	}
 }
 
-// copyOut copies files out of one image of the list (by its digest) without
-// running it: the image may be for another architecture.
 // manifestListEngine is the engine and RELAY_PLATFORMS for a test of the
 // multi-platform image, which only podman builds: with another engine the test
 // skips, saying why.
@@ -146,6 +144,8 @@ func manifestListEngine(t *testing.T, why string) (engine, []string) {
 	return e, platforms
 }
 
+// copyOut copies files out of one image of the list (by its digest) without
+// running it: the image may be for another architecture.
 func (e engine) copyOut(t *testing.T, image string, files map[string]string) {
 	t.Helper()
 	name := fmt.Sprintf("otelcol-relay-inspect-%d", time.Now().UnixNano())

@@ -48,7 +48,7 @@ func checkReleasePushed(t *testing.T, layout, tag, digest string) {
 	}
 	t.Logf("pushed to the reference registry at %s and pulled back by digest: %d blobs, each the release's", reg.Host, len(got))
 
-	changed, changedDigest := changeOneByte(t, layout, tag)
+	changed, changedDigest := changeOneByte(t, layout)
 	skopeo(t, "copy", "--all", "--preserve-digests", "--dest-cert-dir", reg.CertDir, "oci:"+changed+":"+tag, "docker://"+byTag)
 	if got, err := reg.ManifestDigest(releaseRepoPath, tag); err != nil || got != changedDigest {
 		t.Errorf("after pushing a changed image under %s, the tag is %q (%v), want %s", tag, got, err, changedDigest)
@@ -63,7 +63,7 @@ func checkReleasePushed(t *testing.T, layout, tag, digest string) {
 // image's config (a label's value), writing the digests above it anew (manifest,
 // index, index.json) as a registry would see them: a rebuilt or tampered image
 // under the same tag. It returns the copy and its index's digest.
-func changeOneByte(t *testing.T, src, tag string) (string, string) {
+func changeOneByte(t *testing.T, src string) (string, string) {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "changed")
 	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
@@ -96,9 +96,6 @@ func changeOneByte(t *testing.T, src, tag string) (string, string) {
 	put(imageDesc, marshal(t, manifest))
 	put(indexDesc, marshal(t, index))
 	writeBytes(t, filepath.Join(dst, "index.json"), marshal(t, top))
-	if indexDesc["digest"] == nil {
-		t.Fatalf("%s: no index digest for %s", dst, tag)
-	}
 	return dst, indexDesc["digest"].(string)
 }
 
