@@ -5,7 +5,6 @@
 package cluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/otelcol-relay/otelcol-relay/internal/checkout"
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/ocilayout"
 )
 
 // releaseRegistry is the registry name a release is published under. The node's
@@ -101,17 +101,9 @@ func clusterDir(t *testing.T) string {
 // layoutDigest is the digest of the one image index in the OCI layout at dir.
 func layoutDigest(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	top, err := ocilayout.Top(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var index struct {
-		Manifests []struct {
-			Digest string `json:"digest"`
-		} `json:"manifests"`
-	}
-	if err := json.Unmarshal(b, &index); err != nil || len(index.Manifests) != 1 {
-		t.Fatalf("%s/index.json: want one manifest (%v): %s", dir, err, b)
-	}
-	return index.Manifests[0].Digest
+	return top.Digest
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/checkout"
+	"github.com/otelcol-relay/otelcol-relay/internal/ocilayout"
 )
 
 // releaseRepo is the registry name the test releases under: any name works, the
@@ -153,21 +154,14 @@ func TestRelease(t *testing.T) {
 // digest. It returns the index's digest.
 func checkReleaseLayout(t *testing.T, dir, tag string, platforms []string) string {
 	t.Helper()
-	var top struct {
-		Manifests []struct {
-			MediaType   string            `json:"mediaType"`
-			Digest      string            `json:"digest"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"manifests"`
-	}
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "index.json"))), &top); err != nil {
+	top, err := ocilayout.Top(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(top.Manifests) != 1 || top.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != tag ||
-		top.Manifests[0].MediaType != "application/vnd.oci.image.index.v1+json" {
-		t.Fatalf("OCI layout %s: index.json is not one image index tagged %s: %+v", dir, tag, top.Manifests)
+	if top.Annotations[ocilayout.RefName] != tag || top.MediaType != "application/vnd.oci.image.index.v1+json" {
+		t.Fatalf("OCI layout %s: index.json is not one image index tagged %s: %+v", dir, tag, top)
 	}
-	digest := top.Manifests[0].Digest
+	digest := top.Digest
 	var list manifestList
 	if err := json.Unmarshal(blob(t, dir, digest), &list); err != nil {
 		t.Fatal(err)
@@ -195,20 +189,12 @@ func checkReleaseLayout(t *testing.T, dir, tag string, platforms []string) strin
 	return digest
 }
 
-// blob reads digest's blob from the layout at dir and checks its content has
-// that digest.
+// blob is digest's blob from the layout at dir, checked against its digest.
 func blob(t *testing.T, dir, digest string) []byte {
 	t.Helper()
-	hexDigest, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok {
-		t.Fatalf("OCI layout %s: digest %q is not sha256", dir, digest)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "blobs", "sha256", hexDigest))
+	b, err := ocilayout.Blob(dir, digest)
 	if err != nil {
 		t.Fatalf("OCI layout %s: %v", dir, err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != hexDigest {
-		t.Fatalf("OCI layout %s: blob %s has another digest", dir, digest)
 	}
 	return b
 }
