@@ -74,8 +74,8 @@ trap 'rm -rf "$work"' EXIT
 # The set: every version above, so a change to any one rebuilds them all (they
 # share dependencies), and the recipe's number, raised when how the set is built
 # changes what a binary contains (2: local-path builds in the set; 3: the project's
-# toolchain and module versions).
-recipe=3
+# toolchain and module versions; 4: kube-router's firewall alone).
+recipe=4
 set_id=$(printf '%s\n' "$recipe" "$etcd_version" "$kube_version" "$containerd_version" "$coredns_version" \
 	"$metrics_server_version" "$kube_router_version" "$cert_manager_version" "$trust_manager_version" "$local_path_version" |
 	sha256sum | cut -c1-8)
@@ -88,7 +88,7 @@ pkg() {
 	containerd | containerd-shim-runc-v2 | ctr) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
 	coredns) echo ./coredns ;;
 	metrics-server) echo sigs.k8s.io/metrics-server/cmd/metrics-server ;;
-	kube-router) echo github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
+	kube-router) echo ./kube-router ;;
 	cert-manager-controller) echo ./cert-manager-controller ;;
 	trust-manager) echo github.com/cert-manager/trust-manager/cmd/trust-manager ;;
 	local-path-provisioner) echo github.com/rancher/local-path-provisioner ;;
@@ -115,7 +115,7 @@ installed() {
 # set_module: the throwaway module every peer builds in.
 set_module() {
 	[ -f "$work/set/go.mod" ] && return
-	mkdir -p "$work/set/coredns" "$work/set/cert-manager-controller"
+	mkdir -p "$work/set/coredns" "$work/set/cert-manager-controller" "$work/set/kube-router"
 	(
 		cd "$work/set"
 		go mod init kubepeers/set >/dev/null 2>&1
@@ -154,6 +154,9 @@ set_module() {
 		# serves the module github.com/cert-manager/cert-manager, not the module of
 		# cert-manager's own main; the file says what it keeps of it).
 		sed '/^\/\/go:build ignore$/d' "$root/hack/cert-manager-controller.go" >cert-manager-controller/main.go
+		# kube-router's NetworkPolicy firewall alone, from hack/kube-router-firewall.go
+		# (the file says what it leaves out, and why).
+		sed '/^\/\/go:build ignore$/d' "$root/hack/kube-router-firewall.go" >kube-router/main.go
 		go get "k8s.io/kubernetes@$kube_version" "go.etcd.io/etcd/server/v3@$etcd_version" \
 			"github.com/containerd/containerd/v2@$containerd_version" "github.com/coredns/coredns@$coredns_version" \
 			"sigs.k8s.io/metrics-server@$metrics_server_version" "github.com/cloudnativelabs/kube-router/v2@$kube_router_version" \
@@ -172,9 +175,10 @@ set_module() {
 # library, client-go, the API types, gRPC, OpenTelemetry) are cache hits for the
 # peers, or the other way round, whichever builds first. Requiring the lower
 # version changes nothing: the module graph's higher requirement still selects.
-# Kept at the set's own: github.com/docker/go-connections, whose v0.6 dropped
-# sockets.DialPipe, which the docker/docker v25 client (kube-router's) calls, and
-# github.com/prometheus/prometheus, whose project version requires that v0.7.
+# Kept at the set's own: github.com/prometheus/prometheus (metrics-server compiles
+# its text parser), whose project version adds some seventy modules to the set's
+# graph, its service discovery's cloud SDKs, that no peer compiles, and
+# github.com/docker/go-connections, which that version would raise.
 align_with_project() {
 	local req=()
 	mapfile -t req < <(
