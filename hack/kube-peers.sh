@@ -26,7 +26,7 @@
 #
 # Nothing is rebuilt that exists: a binary already in bin/ is kept, and builds are
 # cached outside the work tree (KUBE_PEERS_CACHE, default
-# ~/.cache/otelcol-relay/kube-peers) keyed by name, version and the set's versions,
+# ~/.cache/otelcol-relay/kube-peers) keyed by name, version, the set's versions and mains,
 # so a fresh clone on the same machine (CI) only copies them. Without DWARF (the
 # binaries are stripped anyway, and generating it is compile time), at priority
 # KUBE_PEERS_NICE (default 10: a background job beside a developer's work; CI
@@ -72,13 +72,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The set: every version above, so a change to any one rebuilds them all (they
-# share dependencies), and the recipe's number, raised when how the set is built
-# changes what a binary contains (2: local-path builds in the set; 3: the project's
-# toolchain and module versions; 4: kube-router's firewall alone).
+# share dependencies), the mains this repository writes for two of them, and the
+# recipe's number, raised when how the set is built changes what a binary contains
+# (2: local-path builds in the set; 3: the project's toolchain and module versions;
+# 4: kube-router's firewall alone).
 recipe=4
-set_id=$(printf '%s\n' "$recipe" "$etcd_version" "$kube_version" "$containerd_version" "$coredns_version" \
-	"$metrics_server_version" "$kube_router_version" "$cert_manager_version" "$trust_manager_version" "$local_path_version" |
-	sha256sum | cut -c1-8)
+set_id=$({
+	printf '%s\n' "$recipe" "$etcd_version" "$kube_version" "$containerd_version" "$coredns_version" \
+		"$metrics_server_version" "$kube_router_version" "$cert_manager_version" "$trust_manager_version" "$local_path_version"
+	cat "$root/hack/cert-manager-controller.go" "$root/hack/kube-router-firewall.go"
+} | sha256sum | cut -c1-8)
 
 # pkg NAME: the main package of peer NAME in the set's module.
 pkg() {

@@ -9,7 +9,8 @@
 // IPVS service proxy (the docker client) are left out, and with the router goes the
 // AWS SDK it links for EC2's source/destination check: 14.8 MB of Go source that only
 // kube-router compiled, a tenth of all the peers' (the ec2 package alone is 10 MB).
-// The flags are kube-router's own; a router or service proxy asked for is refused.
+// The flags are kube-router's own; a router, service proxy or metrics asked for is
+// refused.
 //
 // Usage: kube-router-firewall --kubeconfig FILE --run-firewall=true --run-router=false --run-service-proxy=false ...
 package main
@@ -65,6 +66,8 @@ func run() error {
 		return errors.New("this build runs the firewall only: set --run-router=false --run-service-proxy=false")
 	case !config.RunFirewall:
 		return errors.New("--run-firewall=false leaves nothing to run")
+	case config.MetricsPort > 0:
+		return errors.New("this build serves no metrics: set --metrics-port=0")
 	case config.Kubeconfig == "":
 		return errors.New("--kubeconfig is required")
 	}
