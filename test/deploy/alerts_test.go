@@ -6,8 +6,10 @@ package deploy_test
 
 // Proof for deploy/components/alerts: every metric name and label the rules read is
 // one the built binary actually serves on its metrics endpoint (scraped here, not
-// remembered), the promtool unit tests feed the rules series of exactly those names,
-// and `promtool test rules` passes with a firing case for every alert.
+// remembered), or one of fluent-bit's (listed below from its source: it cannot run
+// here) or Prometheus's own `up`; the promtool unit tests feed the rules series of
+// exactly those names, `promtool test rules` passes with a firing case for every
+// alert, and every alert links its section of the runbooks.
 
 import (
 	"context"
@@ -42,7 +44,8 @@ import (
 // capacity, send failures, for each signal), certwatch on that exporter
 // (certificate expiry), a memory_limiter that refuses everything behind a second
 // receiver (its own refusals and the receiver's), and federation_types against
-// an unreachable Prometheus (metadata age). Both receivers are otlp_http_pooled,
+// an unreachable Prometheus (metadata age), and a second exporter to a sink that
+// takes everything (what was sent, which the dashboards read). Both receivers are otlp_http_pooled,
 // the gateway's OTLP/HTTP intake. The telemetry settings are the gateway's (level
 // normal, a pull reader).
 const alertsSourceConfig = `
@@ -77,12 +80,14 @@ exporters:
     middlewares: [{id: certwatch/default}]
     sending_queue: {storage: file_storage, sizer: bytes, queue_size: 67108864}
     retry_on_failure: {enabled: false}
+  otlp_http/plaintext-live:
+    endpoint: http://${env:T_LIVE}
 service:
   extensions: [file_storage, certwatch/default, admission]
 ` + e2e.SelfMetricsTelemetry + `  pipelines:
-    logs: {receivers: [otlp_http_pooled], exporters: [otlp_http/default]}
-    metrics: {receivers: [otlp_http_pooled], processors: [federation_types], exporters: [otlp_http/default]}
-    traces: {receivers: [otlp_http_pooled], exporters: [otlp_http/default]}
+    logs: {receivers: [otlp_http_pooled], exporters: [otlp_http/default, otlp_http/plaintext-live]}
+    metrics: {receivers: [otlp_http_pooled], processors: [federation_types], exporters: [otlp_http/default, otlp_http/plaintext-live]}
+    traces: {receivers: [otlp_http_pooled], exporters: [otlp_http/default, otlp_http/plaintext-live]}
     logs/limited: {receivers: [otlp_http_pooled/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
     metrics/limited: {receivers: [otlp_http_pooled/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
     traces/limited: {receivers: [otlp_http_pooled/limited], processors: [memory_limiter], exporters: [otlp_http/default]}
@@ -91,8 +96,31 @@ service:
 // promql parses expressions and series the way Prometheus does.
 var promql = parser.NewParser(parser.Options{})
 
-// scrapeLabels are added by the ServiceMonitor's scrape, not by the binary.
-var scrapeLabels = map[string]bool{"job": true, "instance": true, "namespace": true, "pod": true, "service": true, "endpoint": true, "container": true}
+// scrapeLabels are added by the monitors' scrapes, not by the binary (node by the
+// agents' and fluent-bit's PodMonitors).
+var scrapeLabels = map[string]bool{"job": true, "instance": true, "namespace": true, "pod": true, "service": true, "endpoint": true, "container": true, "node": true}
+
+// fluentBitSeries are the fluent-bit series the alerts may read, with their labels,
+// as fluent-bit v4 serves them on /api/v2/metrics/prometheus: registered with
+// cmt_counter_create/cmt_gauge_create in flb_output_init_all (src/flb_output.c)
+// and in src/flb_input.c, each with the one label `name` (the instance's alias).
+// fluent-bit cannot be built or run on these machines; the names were read in its
+// source (deploy/docs/fluent-bit.md, "Its metrics").
+var fluentBitSeries = map[string]map[string]bool{
+	"fluentbit_input_records_total":                     {"name": true},
+	"fluentbit_input_bytes_total":                       {"name": true},
+	"fluentbit_output_proc_records_total":               {"name": true},
+	"fluentbit_output_proc_bytes_total":                 {"name": true},
+	"fluentbit_output_errors_total":                     {"name": true},
+	"fluentbit_output_retries_total":                    {"name": true},
+	"fluentbit_output_retries_failed_total":             {"name": true},
+	"fluentbit_output_dropped_records_total":            {"name": true},
+	"fluentbit_output_retried_records_total":            {"name": true},
+	"fluentbit_output_chunk_available_capacity_percent": {"name": true},
+}
+
+// prometheusSeries are what Prometheus records for each target itself.
+var prometheusSeries = map[string]map[string]bool{"up": {}}
 
 func alertsDir(parts ...string) string {
 	return manifest.Dir(append([]string{"components", "alerts"}, parts...)...)
@@ -106,12 +134,22 @@ func TestAlertRules(t *testing.T) {
 	rules, alerts := ruleFileFromPrometheusRule(t)
 	var want []string
 	for _, a := range alerts {
-		want = append(want, selectorNames(t, a.expr)...)
+		for _, name := range selectorNames(t, a.expr) {
+			if fluentBitSeries[name] == nil && prometheusSeries[name] == nil {
+				want = append(want, name)
+			}
+		}
 	}
 	served := servedSeries(t, want, "the alerts")
 	for _, name := range want {
 		t.Logf("served: %s %v", name, sortedKeys(served[name]))
 	}
+	for _, others := range []map[string]map[string]bool{fluentBitSeries, prometheusSeries} {
+		for name, lbls := range others {
+			served[name] = lbls
+		}
+	}
+	checkRunbooks(t, alerts)
 
 	for _, a := range alerts {
 		checkNamesServed(t, "alert "+a.name, a.expr, served)
@@ -157,9 +195,10 @@ func servedSeries(t *testing.T, want []string, reader string) map[string]map[str
 	ca := testcerts.NewCA(t, "alerts-ca")
 	testcerts.AtomicWrite(t, certs, ca.Client(t, testcerts.Options{CommonName: "relay"}).SecretFiles(ca.CertPEM))
 	httpAddr, limitedAddr, dead, metricsPort, drainAddr := e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreeAddr(t), e2e.FreePort(t), e2e.FreeAddr(t)
+	live := e2e.NewSink(t, otlpfixture.SinkOptions{})
 	e2e.Start(t, alertsSourceConfig, e2e.Options{Env: []string{
 		"T_QUEUE=" + t.TempDir(), "T_CERTS=" + certs, "T_HTTP=" + httpAddr, "T_HTTP_LIMITED=" + limitedAddr,
-		"T_DEAD=" + dead, "T_METRICS_PORT=" + strconv.Itoa(metricsPort), "T_DRAIN=" + drainAddr,
+		"T_DEAD=" + dead, "T_METRICS_PORT=" + strconv.Itoa(metricsPort), "T_DRAIN=" + drainAddr, "T_LIVE=" + live.HTTPAddr,
 	}})
 
 	ctx := context.Background()
@@ -268,7 +307,7 @@ func selectorNames(t *testing.T, expr string) []string {
 	return names
 }
 
-type alertRule struct{ name, expr string }
+type alertRule struct{ group, name, expr, runbook string }
 
 // ruleFileFromPrometheusRule reads the component's PrometheusRule and returns its
 // spec as a plain Prometheus rule file (what promtool reads) and its alerts.
@@ -284,8 +323,9 @@ func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
 			Groups []struct {
 				Name  string `json:"name"`
 				Rules []struct {
-					Alert string `json:"alert"`
-					Expr  string `json:"expr"`
+					Alert       string            `json:"alert"`
+					Expr        string            `json:"expr"`
+					Annotations map[string]string `json:"annotations"`
 				} `json:"rules"`
 			} `json:"groups"`
 		} `json:"spec"`
@@ -300,7 +340,7 @@ func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
 	for _, g := range pr.Spec.Groups {
 		for _, r := range g.Rules {
 			if r.Alert != "" {
-				alerts = append(alerts, alertRule{r.Alert, r.Expr})
+				alerts = append(alerts, alertRule{g.Name, r.Alert, r.Expr, r.Annotations["runbook_url"]})
 			}
 		}
 	}
@@ -336,7 +376,7 @@ func checkNamesServed(t *testing.T, what, expr string, served map[string]map[str
 			names = append(names, vs.Name)
 			lbls, found := served[vs.Name]
 			if !found {
-				t.Errorf("%s reads %s, which the binary does not serve", what, vs.Name)
+				t.Errorf("%s reads %s, which neither the binary nor fluent-bit nor Prometheus serves", what, vs.Name)
 				return nil
 			}
 			for _, m := range vs.LabelMatchers {
@@ -369,7 +409,7 @@ func checkLabelsServed(t *testing.T, what string, m labels.Labels, served map[st
 	name := m.Get(model.MetricNameLabel)
 	lbls, ok := served[name]
 	if !ok {
-		t.Errorf("%s: the binary does not serve %s", what, name)
+		t.Errorf("%s: neither the binary nor fluent-bit nor Prometheus serves %s", what, name)
 		return
 	}
 	m.Range(func(l labels.Label) {
@@ -380,6 +420,41 @@ func checkLabelsServed(t *testing.T, what string, m labels.Labels, served map[st
 	for l := range lbls {
 		if !m.Has(l) && l != "otel_scope_name" && l != "otel_scope_version" && !strings.HasPrefix(l, "otel_scope_") {
 			t.Errorf("%s lacks label %s that the served %s carries", what, l, name)
+		}
+	}
+}
+
+// runbookURL is where an alert's runbook_url points: its section of
+// deploy/docs/runbooks.md, as GitHub renders the heading's anchor.
+const runbookURL = "https://github.com/otelcol-relay/otelcol-relay/blob/main/deploy/docs/runbooks.md#"
+
+// checkRunbooks: each alert links a section of deploy/docs/runbooks.md headed by its
+// name, and each such section is an alert's.
+func checkRunbooks(t *testing.T, alerts []alertRule) {
+	t.Helper()
+	raw, err := os.ReadFile(manifest.Dir("docs", "runbooks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if name, ok := strings.CutPrefix(line, "## "); ok && strings.HasPrefix(name, "OtelcolRelay") {
+			sections[name] = true
+		}
+	}
+	names := map[string]bool{}
+	for _, a := range alerts {
+		names[a.name] = true
+		if want := runbookURL + strings.ToLower(a.name); a.runbook != want {
+			t.Errorf("alert %s: runbook_url %q, want %q", a.name, a.runbook, want)
+		}
+		if !sections[a.name] {
+			t.Errorf("alert %s: deploy/docs/runbooks.md has no section \"## %s\"", a.name, a.name)
+		}
+	}
+	for name := range sections {
+		if !names[name] {
+			t.Errorf("deploy/docs/runbooks.md has a section for %s, which is no alert", name)
 		}
 	}
 }

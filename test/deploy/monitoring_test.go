@@ -6,11 +6,11 @@ package deploy_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -51,21 +51,104 @@ type scrapeTarget struct {
 	port    int32
 }
 
-// TestDeployMonitoringCoversRelayAndFederation: with deploy/components/servicemonitor
-// (the platform overlay, with the federation component), both workloads' :8888 are scraped, each by exactly one
-// monitor, Prometheus may reach them through the NetworkPolicies, and every alert
-// of deploy/components/alerts selects the job labels the scrapes produce. Before,
-// only the relay's Service was scraped, so the federation alerts saw no data.
-func TestDeployMonitoringCoversRelayAndFederation(t *testing.T) {
+// workload is the pods a monitor must scrape, a StatefulSet's or a DaemonSet's, and
+// the port their metrics are served on.
+type workload struct {
+	name, namespace string
+	template        corev1.PodTemplateSpec
+	port            int32
+}
+
+// TestDeployMonitoringCoversEveryHop: with deploy/components/servicemonitor (the
+// platform overlay, with the federation component) the relay's, federation's and the
+// agents' :8888 are scraped, and with deploy/components/fluent-bit-monitoring
+// (overlays/platform-fluent-bit) fluent-bit's :2020; each by exactly one monitor,
+// Prometheus may reach them through the NetworkPolicies and no other pod may, and
+// every alert of deploy/components/alerts selects the job labels the scrapes
+// produce: the relay's own alerts both the relay's and federation's (they serve the
+// same metrics), the pipeline's the job of the hop they watch.
+func TestDeployMonitoringCoversEveryHop(t *testing.T) {
 	// The platform overlay federating (it does not as shipped), and the same moved
 	// to a user's namespace under a namePrefix: the jobs must not follow the names.
 	shipped := manifest.OverlayOf(t, []string{manifest.Dir("overlays", "platform")}, manifest.Dir("components", "federation"))
-	for name, dir := range map[string]string{"as shipped": shipped, "moved to team-obs as a-": manifest.MovedTo(t, shipped, "team-obs", "a-")} {
-		t.Run(name, func(t *testing.T) { monitoringCovers(t, dir) })
+	relay := func(r manifest.Rendered) []workload {
+		var out []workload
+		for _, c := range []string{"gateway", "federation"} {
+			s := r.StatefulSetOf(t, c)
+			out = append(out, workload{s.Name, s.Namespace, s.Spec.Template, 8888})
+		}
+		return append(out, daemonSetOf(t, r, "app.kubernetes.io/component", "agent", 8888))
+	}
+	jobs := map[string]string{} // workload -> job, as shipped
+	t.Run("as shipped", func(t *testing.T) { maps.Copy(jobs, monitoringCovers(t, shipped, relay)) })
+	t.Run("moved to team-obs as a-", func(t *testing.T) {
+		monitoringCovers(t, manifest.MovedTo(t, shipped, "team-obs", "a-"), relay)
+	})
+	t.Run("fluent-bit", func(t *testing.T) {
+		for w, job := range monitoringCovers(t, manifest.Dir("overlays", "platform-fluent-bit"), func(r manifest.Rendered) []workload {
+			return []workload{daemonSetOf(t, r, "app.kubernetes.io/name", "fluent-bit", 2020)}
+		}) {
+			jobs[w] = job
+		}
+	})
+	if len(jobs) != 4 {
+		t.Fatalf("jobs of %d workloads, want 4: %v", len(jobs), jobs)
+	}
+
+	_, alerts := ruleFileFromPrometheusRule(t)
+	for _, a := range alerts {
+		e, err := promql.ParseExpr(a.expr)
+		if err != nil {
+			t.Fatalf("alert %s: %v", a.name, err)
+		}
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			for _, m := range vs.LabelMatchers {
+				if m.Name != "job" {
+					continue
+				}
+				var matched []string
+				for workload, job := range jobs {
+					if m.Matches(job) {
+						matched = append(matched, workload)
+					}
+				}
+				if len(matched) == 0 {
+					t.Errorf("alert %s: selector %s matches no job a monitor produces (%v)", a.name, vs, jobs)
+				}
+				if a.group != "otelcol-relay" {
+					continue
+				}
+				for _, workload := range []string{"otelcol-relay", "otelcol-relay-federation"} {
+					if !m.Matches(jobs[workload]) {
+						t.Errorf("alert %s: selector %s does not match job %q, which %s is scraped as", a.name, vs, jobs[workload], workload)
+					}
+				}
+			}
+			return nil
+		})
 	}
 }
 
-func monitoringCovers(t *testing.T, dir string) {
+// daemonSetOf is the DaemonSet of r whose pods carry label=value.
+func daemonSetOf(t *testing.T, r manifest.Rendered, label, value string, port int32) workload {
+	t.Helper()
+	for _, d := range r.DaemonSets {
+		if d.Spec.Template.Labels[label] == value {
+			return workload{d.Name, d.Namespace, d.Spec.Template, port}
+		}
+	}
+	t.Fatalf("no DaemonSet whose pods have %s=%s", label, value)
+	return workload{}
+}
+
+// monitoringCovers checks that each workload of dir is scraped once, on its port,
+// reachable by Prometheus alone, and returns the job of each (by its name without
+// a namePrefix).
+func monitoringCovers(t *testing.T, dir string, workloads func(manifest.Rendered) []workload) map[string]string {
 	t.Helper()
 	var monitors []monitor
 	for _, doc := range manifest.Docs(t, dir) {
@@ -82,71 +165,43 @@ func monitoringCovers(t *testing.T, dir string) {
 	prometheus := peer{name: "Prometheus", ip: "10.244.9.9", podLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}, nsLabs: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}
 	other := peer{name: "an application pod", ip: "10.244.3.7", podLabels: map[string]string{"app": "checkout"}, nsLabs: map[string]string{"kubernetes.io/metadata.name": "payments"}}
 
-	jobs := map[string]string{} // workload -> job
-	for _, component := range []string{"gateway", "federation"} {
-		sts := r.StatefulSetOf(t, component)
-		pod := sts.Spec.Template.Labels
+	jobs := map[string]string{}
+	for _, w := range workloads(r) {
 		var targets []scrapeTarget
 		for _, m := range monitors {
-			targets = append(targets, scrapes(t, m, sts, r.Services)...)
+			targets = append(targets, scrapes(t, m, w, r.Services)...)
 		}
 		if len(targets) != 1 {
-			t.Errorf("%s pods are scraped by %d monitors %v, want exactly 1", sts.Name, len(targets), targets)
+			t.Errorf("%s pods are scraped by %d monitors %v, want exactly 1", w.name, len(targets), targets)
 			continue
 		}
 		tg := targets[0]
-		t.Logf("%s: scraped by %s on :%d as job %q", sts.Name, tg.by, tg.port, tg.job)
-		jobs[sts.Name] = tg.job
-		if tg.port != 8888 {
-			t.Errorf("%s: %s scrapes port %d, the collector serves its metrics on 8888", sts.Name, tg.by, tg.port)
+		t.Logf("%s: scraped by %s on :%d as job %q", w.name, tg.by, tg.port, tg.job)
+		jobs[strings.TrimPrefix(w.name, "a-")] = tg.job
+		if tg.port != w.port {
+			t.Errorf("%s: %s scrapes port %d, its metrics are served on %d", w.name, tg.by, tg.port, w.port)
 		}
-		if !ingressAllowed(t, pols, pod, prometheus, tg.port) {
-			t.Errorf("%s: the NetworkPolicies do not let Prometheus reach :%d; the scrape would report up=0", sts.Name, tg.port)
+		if !ingressAllowed(t, pols, w.template.Labels, prometheus, tg.port) {
+			t.Errorf("%s: the NetworkPolicies do not let Prometheus reach :%d; the scrape would report up=0", w.name, tg.port)
 		}
-		if ingressAllowed(t, pols, pod, other, tg.port) {
-			t.Errorf("%s: :%d is open to any pod", sts.Name, tg.port)
+		if ingressAllowed(t, pols, w.template.Labels, other, tg.port) {
+			t.Errorf("%s: :%d is open to any pod", w.name, tg.port)
 		}
 	}
-
-	// Every alert reads metrics both workloads serve (queue, send failures;
-	// federation's metadata age): its job matcher must take both jobs.
-	_, alerts := ruleFileFromPrometheusRule(t)
-	for _, a := range alerts {
-		e, err := promql.ParseExpr(a.expr)
-		if err != nil {
-			t.Fatalf("alert %s: %v", a.name, err)
-		}
-		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-			vs, ok := n.(*parser.VectorSelector)
-			if !ok {
-				return nil
-			}
-			for _, m := range vs.LabelMatchers {
-				if m.Name != "job" {
-					continue
-				}
-				for workload, job := range jobs {
-					if !m.Matches(job) {
-						t.Errorf("alert %s: selector %s does not match job %q, which %s is scraped as", a.name, vs, job, workload)
-					}
-				}
-			}
-			return nil
-		})
-	}
+	return jobs
 }
 
-// scrapes returns the targets monitor m makes of sts's pods: through a selected
+// scrapes returns the targets monitor m makes of w's pods: through a selected
 // Service whose selector takes the pods (ServiceMonitor), or directly (PodMonitor).
-func scrapes(t *testing.T, m monitor, sts appsv1.StatefulSet, services []corev1.Service) []scrapeTarget {
+func scrapes(t *testing.T, m monitor, w workload, services []corev1.Service) []scrapeTarget {
 	t.Helper()
-	if m.Metadata.Namespace != sts.Namespace {
+	if m.Metadata.Namespace != w.namespace {
 		return nil // no namespaceSelector here: a monitor sees its own namespace
 	}
-	pod := labels.Set(sts.Spec.Template.Labels)
+	pod := labels.Set(w.template.Labels)
 	sel := selector(t, &m.Spec.Selector)
 	containerPort := func(name string) int32 {
-		for _, c := range sts.Spec.Template.Spec.Containers {
+		for _, c := range w.template.Spec.Containers {
 			for _, p := range c.Ports {
 				if p.Name == name {
 					return p.ContainerPort
@@ -170,7 +225,7 @@ func scrapes(t *testing.T, m monitor, sts appsv1.StatefulSet, services []corev1.
 		}
 	case "ServiceMonitor":
 		for _, svc := range services {
-			if svc.Namespace != sts.Namespace || !sel.Matches(labels.Set(svc.Labels)) || len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(pod) {
+			if svc.Namespace != w.namespace || !sel.Matches(labels.Set(svc.Labels)) || len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(pod) {
 				continue
 			}
 			for _, ep := range m.Spec.Endpoints {

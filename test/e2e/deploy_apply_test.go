@@ -177,7 +177,7 @@ func checkFederationToken(t *testing.T, name string, sts *appsv1.StatefulSet) {
 // installed: deploy/cert-manager and its trust-manager Bundle (the cluster's part),
 // deploy/overlays/platform (base + agent + the cert-manager, servicemonitor and
 // alerts components) as shipped and moved by a user's kustomization to team-obs
-// under a-, and overlays/platform-fluent-bit. Each twice: the second apply changes
+// under a-, and overlays/platform-fluent-bit (with fluent-bit's monitor). Each twice: the second apply changes
 // nothing.
 func TestKubeCertManagerComponent(t *testing.T) {
 	k := e2e.StartKube(t)
@@ -202,12 +202,17 @@ func TestKubeCertManagerComponent(t *testing.T) {
 			"prometheusrule.monitoring.coreos.com/otelcol-relay serverside-applied",
 			"servicemonitor.monitoring.coreos.com/otelcol-relay serverside-applied",
 			"podmonitor.monitoring.coreos.com/otelcol-relay-federation serverside-applied",
+			"podmonitor.monitoring.coreos.com/otelcol-relay-agent serverside-applied",
 		}},
 		{manifest.MovedTo(t, platform, "team-obs", "a-"), []string{
 			"certificate.cert-manager.io/a-otelcol-relay-receiver-tls serverside-applied",
 			"certificate.cert-manager.io/a-otelcol-relay-agent-tls serverside-applied",
 		}},
-		{manifest.Dir("overlays", "platform-fluent-bit"), []string{"certificate.cert-manager.io/otelcol-relay-fluent-bit-tls serverside-applied"}},
+		{manifest.Dir("overlays", "platform-fluent-bit"), []string{
+			"certificate.cert-manager.io/otelcol-relay-fluent-bit-tls serverside-applied",
+			"podmonitor.monitoring.coreos.com/fluent-bit serverside-applied",
+			"networkpolicy.networking.k8s.io/fluent-bit serverside-applied",
+		}},
 	} {
 		out := k.MustKubectl(t, "apply", "--server-side", "--field-manager=otelcol-relay-e2e", "-k", step.dir)
 		t.Logf("first apply of %s:\n%s", step.dir, out)
