@@ -62,7 +62,7 @@ endif
 endif
 comma := ,
 
-.PHONY: print-image print-version release-check release build generate check-generate run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
+.PHONY: print-image print-version release-check release build generate check-generate dashboards run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -90,6 +90,11 @@ generate:
 check-generate: generate
 	@git diff --exit-code -- $(GENERATED) || { echo "generated code differs from builder-config.yaml / metadata.yaml: run make generate and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- $(GENERATED))" || { git status --short -- $(GENERATED); echo "untracked generated files after make generate: commit them" >&2; exit 1; }
+
+## dashboards: write the Grafana dashboards hack/dashboards builds into
+## deploy/components/dashboards (its unit test fails when the two differ).
+dashboards:
+	$(GO) run ./hack/dashboards
 
 ## run: start the collector on config/local.yaml (OTLP on 127.0.0.1:4317/4318, debug output).
 run: build

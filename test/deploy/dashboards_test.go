@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build deploy
+
+package deploy_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+)
+
+// grafanaVariables stand in for what Grafana substitutes into a query before it
+// reaches Prometheus, so that the query parses as Prometheus will see it.
+var grafanaVariables = strings.NewReplacer("$__rate_interval", "1m", "$namespace", "otelcol-relay", "$exporter", "otlp_http_wire/default")
+
+// TestDashboardQueries: every query of every panel of deploy/components/dashboards
+// parses as PromQL and reads only series that are served, each with the labels it
+// matches and groups by: the built binary's (scraped, or for what counts only
+// events, its declaration), fluent-bit's (from its source) and Prometheus's own, as
+// for the alerts. The component renders them as
+// ConfigMaps Grafana's sidecar loads.
+func TestDashboardQueries(t *testing.T) {
+	files, err := filepath.Glob(manifest.Dir("components", "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards in deploy/components/dashboards (%v)", err)
+	}
+	type target struct{ where, expr string }
+	var targets []target
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, p := range d.Panels {
+			for _, q := range p.Targets {
+				targets = append(targets, target{filepath.Base(f) + ": " + p.Title, grafanaVariables.Replace(q.Expr)})
+			}
+		}
+	}
+	// Our components' series that exist only once what they count has happened (a
+	// refusal) are taken from their declaration, with its attributes as labels.
+	declared := declaredSeries(t)
+	var want []string
+	for _, tg := range targets {
+		for _, name := range selectorNames(t, tg.expr) {
+			if fluentBitSeries[name] == nil && prometheusSeries[name] == nil && declared[name] == nil {
+				want = append(want, name)
+			}
+		}
+	}
+	served := servedSeries(t, want, "the dashboards")
+	for _, others := range []map[string]map[string]bool{fluentBitSeries, prometheusSeries, declared} {
+		for name, lbls := range others {
+			served[name] = lbls
+		}
+	}
+	for _, tg := range targets {
+		checkNamesServed(t, tg.where, tg.expr, served)
+	}
+
+	var labelled bool
+	for _, doc := range manifest.Docs(t, manifest.Dir("overlays", "platform")) {
+		if strings.Contains(doc, "name: otelcol-relay-dashboards") && strings.Contains(doc, `grafana_dashboard: "1"`) {
+			labelled = true
+		}
+	}
+	if !labelled {
+		t.Error(`the platform overlay renders no ConfigMap otelcol-relay-dashboards labelled grafana_dashboard: "1"`)
+	}
+}
+
+// declaredSeries are the self-metrics our components declare in metadata.yaml, each
+// with its attributes as labels, as the metrics endpoint names them.
+func declaredSeries(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(e2e.RepoRoot(), "components", "*", "metadata.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]bool{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md struct {
+			Telemetry struct {
+				Metrics map[string]struct {
+					Attributes []string `json:"attributes"`
+				} `json:"metrics"`
+			} `json:"telemetry"`
+		}
+		if err := yaml.Unmarshal(raw, &md); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for name, m := range md.Telemetry.Metrics {
+			lbls := map[string]bool{}
+			for _, a := range m.Attributes {
+				lbls[a] = true
+			}
+			out["otelcol_"+name] = lbls
+		}
+	}
+	return out
+}
