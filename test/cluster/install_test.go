@@ -70,8 +70,13 @@ func newPKI(t *testing.T) *pki {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca := testcerts.NewCA(t, "otelcol-relay-cluster-test-ca")
-	backendCA := testcerts.NewCA(t, "otelcol-relay-cluster-test-backend-ca")
+	// Valid for months, as a platform's material is: one that expires within a week
+	// is a fault, which OtelcolRelayCertificateExpiringSoon reports to the
+	// Prometheus of TestScaleInBackendDown.
+	now := time.Now()
+	valid := now.Add(90 * 24 * time.Hour)
+	ca := testcerts.NewCAWithValidity(t, "otelcol-relay-cluster-test-ca", now.Add(-time.Hour), valid)
+	backendCA := testcerts.NewCAWithValidity(t, "otelcol-relay-cluster-test-backend-ca", now.Add(-time.Hour), valid)
 	writeFile(t, filepath.Join(dir, "ca.crt"), ca.CertPEM)
 	writeFile(t, filepath.Join(dir, "backend-ca.crt"), backendCA.CertPEM)
 	pair := func(name string, kp *testcerts.KeyPair) {
@@ -79,18 +84,18 @@ func newPKI(t *testing.T) *pki {
 		writeFile(t, filepath.Join(dir, name+".key"), kp.KeyPEM)
 	}
 	svc := "otelcol-relay." + relayNS
-	pair("gw", ca.Server(t, testcerts.Options{CommonName: svc + ".svc",
+	pair("gw", ca.Server(t, testcerts.Options{CommonName: svc + ".svc", NotAfter: valid,
 		DNSNames: []string{"otelcol-relay", svc, svc + ".svc", svc + ".svc.cluster.local"}}))
-	pair("agent", ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent"}))
-	pair("fluent-bit", ca.Client(t, testcerts.Options{CommonName: "fluent-bit"}))
-	pair("client", backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay"}))
+	pair("agent", ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent", NotAfter: valid}))
+	pair("fluent-bit", ca.Client(t, testcerts.Options{CommonName: "fluent-bit", NotAfter: valid}))
+	pair("client", backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay", NotAfter: valid}))
 	// One serving certificate for the backend in either namespace it runs in.
 	bsvc := "backend." + backendNS
 	var names []string
 	for _, ns := range []string{backendNS, secondBackendNS, federationBackendNS} {
 		names = append(names, "backend."+ns, "backend."+ns+".svc", "backend."+ns+".svc.cluster.local")
 	}
-	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc",
+	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc", NotAfter: valid,
 		DNSNames: names, IPs: []net.IP{net.ParseIP("127.0.0.1")}}))
 	return &pki{dir: dir, ca: ca, backendCA: backendCA}
 }

@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build cluster
+
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
+)
+
+type prometheus struct{ url string }
+
+// monitor is the part of a prometheus-operator ServiceMonitor or PodMonitor that
+// says which targets it makes and how it labels them.
+type monitor struct {
+	Kind     string            `json:"kind"`
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     struct {
+		JobLabel  string               `json:"jobLabel"`
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []monitorEndpoint    `json:"endpoints"`
+		PodEPs    []monitorEndpoint    `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
+type monitorEndpoint struct {
+	Port        string       `json:"port"`
+	Path        string       `json:"path"`
+	Relabelings []relabeling `json:"relabelings"`
+}
+
+type relabeling struct {
+	SourceLabels []string `json:"sourceLabels"`
+	Separator    *string  `json:"separator"`
+	Regex        string   `json:"regex"`
+	TargetLabel  string   `json:"targetLabel"`
+	Replacement  *string  `json:"replacement"`
+	Action       string   `json:"action"`
+}
+
+// startPrometheus runs Debian's Prometheus on the host with the shipped alert rules,
+// scraping what the shipped monitors (deploy/components/servicemonitor) make of the
+// running install: the relay through its Service, federation and the agents as pods,
+// each labelled as prometheus-operator labels it (job from the monitor's
+// relabelings, namespace, pod, container, endpoint, node). Debian's Prometheus is
+// built without kubernetes_sd, so the test finds the targets through the API, as that
+// discovery would, and writes them as file_sd targets every 2 s; terminating pods
+// stay targets while they have an address (a drain's gauge is served while it runs).
+func startPrometheus(t *testing.T) *prometheus {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatalf("prometheus (Debian's, hack/test-deps.sh) is not on PATH: %v", err)
+	}
+	if installOverlay == "" {
+		t.Fatal("startPrometheus needs the install: install(t) first")
+	}
+	monitors := shippedMonitors(t)
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "components", "alerts", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Spec struct {
+			Groups []json.RawMessage `json:"groups"`
+		} `json:"spec"`
+	}
+	if uerr := yaml.Unmarshal(b, &rule); uerr != nil {
+		t.Fatal(uerr)
+	}
+	rules, err := json.Marshal(map[string]any{"groups": rule.Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "rules.yaml"), rules)
+	// __job carries each target's job: Prometheus would otherwise label every
+	// target of this one scrape config with its job_name.
+	writeFile(t, filepath.Join(dir, "prometheus.yaml"), []byte(`global: {scrape_interval: 2s, evaluation_interval: 2s}
+rule_files: [rules.yaml]
+scrape_configs:
+- job_name: monitors
+  file_sd_configs: [{files: [targets.json]}]
+  relabel_configs:
+  - {source_labels: [__job], target_label: job}
+`))
+	var count int
+	targets := func() {
+		tg := monitorTargets(t, monitors)
+		count = len(tg)
+		b, _ := json.Marshal(tg)
+		tmp := filepath.Join(dir, "targets.json.tmp")
+		if os.WriteFile(tmp, b, 0o600) == nil {
+			_ = os.Rename(tmp, filepath.Join(dir, "targets.json"))
+		}
+	}
+	targets()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yaml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	out, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for tick := time.NewTicker(2 * time.Second); ; {
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				return
+			case <-tick.C:
+				targets()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		out.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(out.Name())
+			t.Logf("prometheus log:\n%s", tail(string(b), 30))
+		}
+	})
+	p := &prometheus{url: "http://" + addr}
+	eventually(t, "Prometheus scrapes every target the monitors make", time.Minute, func() string {
+		up := p.query(t, `up == 1`)
+		if len(up) < count || count < 2 {
+			return fmt.Sprintf("%d of %d targets up: %v", len(up), count, up)
+		}
+		return ""
+	})
+	return p
+}
+
+// shippedMonitors are the monitors deploy/components/servicemonitor adds to the
+// running install, rendered over it as a user's kustomization would.
+func shippedMonitors(t *testing.T) []monitor {
+	t.Helper()
+	var out []monitor
+	for _, doc := range manifest.Docs(t, manifest.OverlayOf(t, []string{installOverlay}, filepath.Join(repoRoot, "deploy", "components", "servicemonitor"))) {
+		var m monitor
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Kind == "ServiceMonitor" || m.Kind == "PodMonitor" {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("components/servicemonitor renders no monitor")
+	}
+	return out
+}
+
+// fileSDTarget is one entry of a Prometheus file_sd file.
+type fileSDTarget struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// monitorTargets lists, as prometheus-operator's configuration would discover them,
+// the targets each monitor makes of the pods running now.
+func monitorTargets(t *testing.T, monitors []monitor) []fileSDTarget {
+	t.Helper()
+	var out []fileSDTarget
+	for _, m := range monitors {
+		var pods corev1.PodList
+		var svcs corev1.ServiceList
+		if err := kubectlJSON(t, &pods, "-n", m.Metadata.Namespace, "get", "pods"); err != nil {
+			continue
+		}
+		if err := kubectlJSON(t, &svcs, "-n", m.Metadata.Namespace, "get", "services"); err != nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&m.Spec.Selector)
+		if err != nil {
+			t.Fatalf("%s %s: %v", m.Kind, m.Metadata.Name, err)
+		}
+		for _, pod := range pods.Items {
+			if pod.Status.PodIP == "" {
+				continue
+			}
+			switch m.Kind {
+			case "PodMonitor":
+				if !sel.Matches(labels.Set(pod.Labels)) {
+					continue
+				}
+				for _, ep := range m.Spec.PodEPs {
+					job := m.Metadata.Namespace + "/" + m.Metadata.Name // the operator's default
+					if m.Spec.JobLabel != "" {
+						job = pod.Labels[m.Spec.JobLabel]
+					}
+					if tg, ok := podTarget(t, pod, ep, ep.Port, job, nil); ok {
+						out = append(out, tg)
+					}
+				}
+			case "ServiceMonitor":
+				for _, svc := range svcs.Items {
+					if !sel.Matches(labels.Set(svc.Labels)) || len(svc.Spec.Selector) == 0 ||
+						!labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+						continue
+					}
+					for _, ep := range m.Spec.Endpoints {
+						for _, sp := range svc.Spec.Ports {
+							if sp.Name != ep.Port {
+								continue
+							}
+							port := sp.TargetPort.StrVal
+							if port == "" {
+								port = strconv.Itoa(int(sp.TargetPort.IntVal))
+							}
+							job := svc.Name // the operator's default
+							if m.Spec.JobLabel != "" {
+								job = svc.Labels[m.Spec.JobLabel]
+							}
+							if tg, ok := podTarget(t, pod, ep, port, job, map[string]string{"service": svc.Name}); ok {
+								out = append(out, tg)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// podTarget is pod's target on port (a container port's name or number), labelled
+// as the operator does, then by the endpoint's relabelings.
+func podTarget(t *testing.T, pod corev1.Pod, ep monitorEndpoint, port, job string, extra map[string]string) (fileSDTarget, bool) {
+	t.Helper()
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name != port && strconv.Itoa(int(p.ContainerPort)) != port {
+				continue
+			}
+			lbls := map[string]string{
+				"job": job, "namespace": pod.Namespace, "pod": pod.Name, "container": c.Name, "endpoint": ep.Port,
+				"__meta_kubernetes_pod_node_name": pod.Spec.NodeName,
+				"__meta_kubernetes_pod_name":      pod.Name,
+				"__meta_kubernetes_namespace":     pod.Namespace,
+			}
+			for k, v := range extra {
+				lbls[k] = v
+			}
+			for _, r := range ep.Relabelings {
+				relabel(t, r, lbls)
+			}
+			tg := fileSDTarget{Targets: []string{fmt.Sprintf("%s:%d", pod.Status.PodIP, p.ContainerPort)}, Labels: map[string]string{}}
+			for k, v := range lbls {
+				if !strings.HasPrefix(k, "__meta_") {
+					tg.Labels[k] = v
+				}
+			}
+			tg.Labels["__job"] = tg.Labels["job"]
+			delete(tg.Labels, "job")
+			if ep.Path != "" {
+				tg.Labels["__metrics_path__"] = ep.Path
+			}
+			return tg, true
+		}
+	}
+	return fileSDTarget{}, false
+}
+
+// relabel applies one replace relabeling, as Prometheus does; the monitors ship no
+// other action.
+func relabel(t *testing.T, r relabeling, lbls map[string]string) {
+	t.Helper()
+	if r.Action != "" && !strings.EqualFold(r.Action, "replace") {
+		t.Fatalf("relabeling %+v: only replace is implemented here", r)
+	}
+	sep, regex, repl := ";", "(.*)", "$1"
+	if r.Separator != nil {
+		sep = *r.Separator
+	}
+	if r.Regex != "" {
+		regex = r.Regex
+	}
+	if r.Replacement != nil {
+		repl = *r.Replacement
+	}
+	var vals []string
+	for _, s := range r.SourceLabels {
+		vals = append(vals, lbls[s])
+	}
+	re := regexp.MustCompile("^(?:" + regex + ")$")
+	src := strings.Join(vals, sep)
+	m := re.FindStringSubmatchIndex(src)
+	if m == nil {
+		return
+	}
+	if v := string(re.ExpandString(nil, repl, src, m)); v != "" {
+		lbls[r.TargetLabel] = v
+	} else {
+		delete(lbls, r.TargetLabel)
+	}
+}
+
+// kubectlJSON decodes `kubectl ARGS -o json` into v.
+func kubectlJSON(t *testing.T, v any, args ...string) error {
+	t.Helper()
+	out, err := kubectl(t, "", append(args, "-o", "json")...)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal([]byte(out), v)
+}
+
+// query returns the series of an instant query, each as its labels.
+func (p *prometheus) query(t *testing.T, q string) []map[string]string {
+	t.Helper()
+	var r struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := getJSON(p.url+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+		return nil
+	}
+	var out []map[string]string
+	for _, s := range r.Data.Result {
+		out = append(out, s.Metric)
+	}
+	return out
+}
+
+// alert is "" when alert name is pending or firing for pod, else why not.
+func (p *prometheus) alert(t *testing.T, name, pod string) string {
+	t.Helper()
+	var r struct {
+		Data struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+				State  string            `json:"state"`
+			} `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := getJSON(p.url+"/api/v1/alerts", &r); err != nil {
+		return err.Error()
+	}
+	var active []string
+	for _, a := range r.Data.Alerts {
+		active = append(active, a.Labels["alertname"]+"/"+a.Labels["pod"]+"="+a.State)
+		if a.Labels["alertname"] == name && a.Labels["pod"] == pod {
+			t.Logf("%s for %s: %s", name, pod, a.State)
+			return ""
+		}
+	}
+	return fmt.Sprintf("active alerts: %v", active)
+}
