@@ -29,34 +29,6 @@ import (
 
 type prometheus struct{ url string }
 
-// monitor is the part of a prometheus-operator ServiceMonitor or PodMonitor that
-// says which targets it makes and how it labels them.
-type monitor struct {
-	Kind     string            `json:"kind"`
-	Metadata metav1.ObjectMeta `json:"metadata"`
-	Spec     struct {
-		JobLabel  string               `json:"jobLabel"`
-		Selector  metav1.LabelSelector `json:"selector"`
-		Endpoints []monitorEndpoint    `json:"endpoints"`
-		PodEPs    []monitorEndpoint    `json:"podMetricsEndpoints"`
-	} `json:"spec"`
-}
-
-type monitorEndpoint struct {
-	Port        string       `json:"port"`
-	Path        string       `json:"path"`
-	Relabelings []relabeling `json:"relabelings"`
-}
-
-type relabeling struct {
-	SourceLabels []string `json:"sourceLabels"`
-	Separator    *string  `json:"separator"`
-	Regex        string   `json:"regex"`
-	TargetLabel  string   `json:"targetLabel"`
-	Replacement  *string  `json:"replacement"`
-	Action       string   `json:"action"`
-}
-
 // startPrometheus runs Debian's Prometheus on the host with the shipped alert rules,
 // scraping what the shipped monitors (deploy/components/servicemonitor) make of the
 // running install: the relay through its Service, federation and the agents as pods,
@@ -164,18 +136,9 @@ scrape_configs:
 
 // shippedMonitors are the monitors deploy/components/servicemonitor adds to the
 // running install, rendered over it as a user's kustomization would.
-func shippedMonitors(t *testing.T) []monitor {
+func shippedMonitors(t *testing.T) []manifest.Monitor {
 	t.Helper()
-	var out []monitor
-	for _, doc := range manifest.Docs(t, manifest.OverlayOf(t, []string{installOverlay}, filepath.Join(repoRoot, "deploy", "components", "servicemonitor"))) {
-		var m monitor
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			t.Fatal(err)
-		}
-		if m.Kind == "ServiceMonitor" || m.Kind == "PodMonitor" {
-			out = append(out, m)
-		}
-	}
+	out := manifest.Monitors(t, manifest.OverlayOf(t, []string{installOverlay}, filepath.Join(repoRoot, "deploy", "components", "servicemonitor")))
 	if len(out) == 0 {
 		t.Fatal("components/servicemonitor renders no monitor")
 	}
@@ -190,7 +153,7 @@ type fileSDTarget struct {
 
 // monitorTargets lists, as prometheus-operator's configuration would discover them,
 // the targets each monitor makes of the pods running now.
-func monitorTargets(t *testing.T, monitors []monitor) []fileSDTarget {
+func monitorTargets(t *testing.T, monitors []manifest.Monitor) []fileSDTarget {
 	t.Helper()
 	var out []fileSDTarget
 	for _, m := range monitors {
@@ -257,7 +220,7 @@ func monitorTargets(t *testing.T, monitors []monitor) []fileSDTarget {
 
 // podTarget is pod's target on port (a container port's name or number), labelled
 // as the operator does, then by the endpoint's relabelings.
-func podTarget(t *testing.T, pod corev1.Pod, ep monitorEndpoint, port, job string, extra map[string]string) (fileSDTarget, bool) {
+func podTarget(t *testing.T, pod corev1.Pod, ep manifest.MonitorEndpoint, port, job string, extra map[string]string) (fileSDTarget, bool) {
 	t.Helper()
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
@@ -295,7 +258,7 @@ func podTarget(t *testing.T, pod corev1.Pod, ep monitorEndpoint, port, job strin
 
 // relabel applies one replace relabeling, as Prometheus does; the monitors ship no
 // other action.
-func relabel(t *testing.T, r relabeling, lbls map[string]string) {
+func relabel(t *testing.T, r manifest.Relabeling, lbls map[string]string) {
 	t.Helper()
 	if r.Action != "" && !strings.EqualFold(r.Action, "replace") {
 		t.Fatalf("relabeling %+v: only replace is implemented here", r)

@@ -11,9 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
@@ -86,39 +83,4 @@ func TestDashboardQueries(t *testing.T) {
 	if !labelled {
 		t.Error(`the platform overlay renders no ConfigMap otelcol-relay-dashboards labelled grafana_dashboard: "1"`)
 	}
-}
-
-// declaredSeries are the self-metrics our components declare in metadata.yaml, each
-// with its attributes as labels, as the metrics endpoint names them.
-func declaredSeries(t *testing.T) map[string]map[string]bool {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(e2e.RepoRoot(), "components", "*", "metadata.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]map[string]bool{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var md struct {
-			Telemetry struct {
-				Metrics map[string]struct {
-					Attributes []string `json:"attributes"`
-				} `json:"metrics"`
-			} `json:"telemetry"`
-		}
-		if err := yaml.Unmarshal(raw, &md); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for name, m := range md.Telemetry.Metrics {
-			lbls := map[string]bool{}
-			for _, a := range m.Attributes {
-				lbls[a] = true
-			}
-			out["otelcol_"+name] = lbls
-		}
-	}
-	return out
 }

@@ -26,16 +26,15 @@ var metricName = regexp.MustCompile(`\botelcol_[a-z0-9_]*[a-z0-9]\b`)
 
 var alertName = regexp.MustCompile(`\bOtelcolRelay[A-Z][A-Za-z]+\b`)
 
-// declaredMetrics are the self-metrics our components declare in metadata.yaml,
-// as the metrics endpoint names them. Some exist only once what they count has
-// happened, so they are taken from the declaration rather than a scrape.
-func declaredMetrics(t *testing.T) map[string]bool {
+// declaredSeries are the self-metrics our components declare in metadata.yaml, each
+// with its attributes as labels, as the metrics endpoint names them.
+func declaredSeries(t *testing.T) map[string]map[string]bool {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(e2e.RepoRoot(), "components", "*", "metadata.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]bool{}
+	out := map[string]map[string]bool{}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -43,15 +42,32 @@ func declaredMetrics(t *testing.T) map[string]bool {
 		}
 		var md struct {
 			Telemetry struct {
-				Metrics map[string]any `json:"metrics"`
+				Metrics map[string]struct {
+					Attributes []string `json:"attributes"`
+				} `json:"metrics"`
 			} `json:"telemetry"`
 		}
 		if err := yaml.Unmarshal(raw, &md); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		for name := range md.Telemetry.Metrics {
-			out["otelcol_"+name] = true
+		for name, m := range md.Telemetry.Metrics {
+			lbls := map[string]bool{}
+			for _, a := range m.Attributes {
+				lbls[a] = true
+			}
+			out["otelcol_"+name] = lbls
 		}
+	}
+	return out
+}
+
+// declaredMetrics are the names of declaredSeries. Some exist only once what they
+// count has happened, so they are taken from the declaration rather than a scrape.
+func declaredMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for name := range declaredSeries(t) {
+		out[name] = true
 	}
 	return out
 }

@@ -21,30 +21,6 @@ import (
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
-// monitor is what a prometheus-operator ServiceMonitor or PodMonitor says about
-// the targets it makes: what it selects, the port, and the job label.
-type monitor struct {
-	Kind     string `json:"kind"`
-	Metadata struct {
-		Name, Namespace string
-	} `json:"metadata"`
-	Spec struct {
-		JobLabel  string               `json:"jobLabel"`
-		Selector  metav1.LabelSelector `json:"selector"`
-		Endpoints []monitorEndpoint    `json:"endpoints"`
-		PodEPs    []monitorEndpoint    `json:"podMetricsEndpoints"`
-	} `json:"spec"`
-}
-
-type monitorEndpoint struct {
-	Port        string `json:"port"`
-	Relabelings []struct {
-		TargetLabel string `json:"targetLabel"`
-		Replacement string `json:"replacement"`
-		Action      string `json:"action"`
-	} `json:"relabelings"`
-}
-
 // scrapeTarget is one workload's pods as a monitor scrapes them.
 type scrapeTarget struct {
 	by, job string
@@ -150,16 +126,7 @@ func daemonSetOf(t *testing.T, r manifest.Rendered, label, value string, port in
 // a namePrefix).
 func monitoringCovers(t *testing.T, dir string, workloads func(manifest.Rendered) []workload) map[string]string {
 	t.Helper()
-	var monitors []monitor
-	for _, doc := range manifest.Docs(t, dir) {
-		var m monitor
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			t.Fatal(err)
-		}
-		if m.Kind == "ServiceMonitor" || m.Kind == "PodMonitor" {
-			monitors = append(monitors, m)
-		}
-	}
+	monitors := manifest.Monitors(t, dir)
 	r := manifest.Render(t, dir)
 	pols := networkPolicies(t, dir)
 	prometheus := peer{name: "Prometheus", ip: "10.244.9.9", podLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}, nsLabs: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}
@@ -193,7 +160,7 @@ func monitoringCovers(t *testing.T, dir string, workloads func(manifest.Rendered
 
 // scrapes returns the targets monitor m makes of w's pods: through a selected
 // Service whose selector takes the pods (ServiceMonitor), or directly (PodMonitor).
-func scrapes(t *testing.T, m monitor, w workload, services []corev1.Service) []scrapeTarget {
+func scrapes(t *testing.T, m manifest.Monitor, w workload, services []corev1.Service) []scrapeTarget {
 	t.Helper()
 	if m.Metadata.Namespace != w.namespace {
 		return nil // no namespaceSelector here: a monitor sees its own namespace
@@ -250,10 +217,10 @@ func scrapes(t *testing.T, m monitor, w workload, services []corev1.Service) []s
 }
 
 // relabeledJob applies an endpoint's relabelings that write a fixed job.
-func relabeledJob(ep monitorEndpoint, job string) string {
+func relabeledJob(ep manifest.MonitorEndpoint, job string) string {
 	for _, r := range ep.Relabelings {
-		if r.TargetLabel == "job" && (r.Action == "" || strings.EqualFold(r.Action, "replace")) && r.Replacement != "" {
-			job = r.Replacement
+		if r.TargetLabel == "job" && (r.Action == "" || strings.EqualFold(r.Action, "replace")) && r.Replacement != nil && *r.Replacement != "" {
+			job = *r.Replacement
 		}
 	}
 	return job
