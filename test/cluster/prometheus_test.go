@@ -14,8 +14,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +49,7 @@ func startPrometheus(t *testing.T) *prometheus {
 		t.Fatal("startPrometheus needs the install: install(t) first")
 	}
 	monitors := shippedMonitors(t)
+	checkMonitors(t, monitors)
 	dir := t.TempDir()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "components", "alerts", "prometheusrule.yaml"))
 	if err != nil {
@@ -75,10 +78,11 @@ scrape_configs:
   relabel_configs:
   - {source_labels: [__job], target_label: job}
 `))
-	var count int
+	// Written by the goroutine below every 2 s, read by the wait at the end.
+	var count atomic.Int64
 	targets := func() {
 		tg := monitorTargets(t, monitors)
-		count = len(tg)
+		count.Store(int64(len(tg)))
 		b, _ := json.Marshal(tg)
 		tmp := filepath.Join(dir, "targets.json.tmp")
 		if os.WriteFile(tmp, b, 0o600) == nil {
@@ -125,9 +129,9 @@ scrape_configs:
 	})
 	p := &prometheus{url: "http://" + addr}
 	eventually(t, "Prometheus scrapes every target the monitors make", time.Minute, func() string {
-		up := p.query(t, `up == 1`)
-		if len(up) < count || count < 2 {
-			return fmt.Sprintf("%d of %d targets up: %v", len(up), count, up)
+		up, n := p.query(t, `up == 1`), int(count.Load())
+		if len(up) < n || n < 2 {
+			return fmt.Sprintf("%d of %d targets up: %v", len(up), n, up)
 		}
 		return ""
 	})
@@ -145,6 +149,29 @@ func shippedMonitors(t *testing.T) []manifest.Monitor {
 	return out
 }
 
+// checkMonitors fails the test on what monitorTargets could not turn into targets
+// as prometheus-operator does: a selector that does not parse, a relabeling other
+// than replace or with a regex that does not compile. It runs once, on the test's
+// goroutine; monitorTargets runs every 2 s on another, where a test may not fail.
+func checkMonitors(t *testing.T, monitors []manifest.Monitor) {
+	t.Helper()
+	for _, m := range monitors {
+		if _, err := metav1.LabelSelectorAsSelector(&m.Spec.Selector); err != nil {
+			t.Fatalf("%s %s: %v", m.Kind, m.Metadata.Name, err)
+		}
+		for _, ep := range slices.Concat(m.Spec.Endpoints, m.Spec.PodEPs) {
+			for _, r := range ep.Relabelings {
+				if r.Action != "" && !strings.EqualFold(r.Action, "replace") {
+					t.Fatalf("%s %s: relabeling %+v: only replace is implemented here", m.Kind, m.Metadata.Name, r)
+				}
+				if _, err := regexp.Compile(relabelRegex(r)); err != nil {
+					t.Fatalf("%s %s: relabeling %+v: %v", m.Kind, m.Metadata.Name, r, err)
+				}
+			}
+		}
+	}
+}
+
 // fileSDTarget is one entry of a Prometheus file_sd file.
 type fileSDTarget struct {
 	Targets []string          `json:"targets"`
@@ -152,24 +179,32 @@ type fileSDTarget struct {
 }
 
 // monitorTargets lists, as prometheus-operator's configuration would discover them,
-// the targets each monitor makes of the pods running now.
+// the targets each monitor makes of the pods running now (checkMonitors vetted the
+// monitors). A namespace whose objects cannot be listed yields none this time.
 func monitorTargets(t *testing.T, monitors []manifest.Monitor) []fileSDTarget {
 	t.Helper()
+	type objects struct {
+		pods corev1.PodList
+		svcs corev1.ServiceList
+		err  error
+	}
+	listed := map[string]*objects{}
 	var out []fileSDTarget
 	for _, m := range monitors {
-		var pods corev1.PodList
-		var svcs corev1.ServiceList
-		if err := kubectlJSON(t, &pods, "-n", m.Metadata.Namespace, "get", "pods"); err != nil {
+		ns := m.Metadata.Namespace
+		o := listed[ns]
+		if o == nil {
+			o = &objects{}
+			if o.err = kubectlJSON(t, &o.pods, "-n", ns, "get", "pods"); o.err == nil {
+				o.err = kubectlJSON(t, &o.svcs, "-n", ns, "get", "services")
+			}
+			listed[ns] = o
+		}
+		if o.err != nil {
 			continue
 		}
-		if err := kubectlJSON(t, &svcs, "-n", m.Metadata.Namespace, "get", "services"); err != nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&m.Spec.Selector)
-		if err != nil {
-			t.Fatalf("%s %s: %v", m.Kind, m.Metadata.Name, err)
-		}
-		for _, pod := range pods.Items {
+		sel, _ := metav1.LabelSelectorAsSelector(&m.Spec.Selector)
+		for _, pod := range o.pods.Items {
 			if pod.Status.PodIP == "" {
 				continue
 			}
@@ -183,12 +218,12 @@ func monitorTargets(t *testing.T, monitors []manifest.Monitor) []fileSDTarget {
 					if m.Spec.JobLabel != "" {
 						job = pod.Labels[m.Spec.JobLabel]
 					}
-					if tg, ok := podTarget(t, pod, ep, ep.Port, job, nil); ok {
+					if tg, ok := podTarget(pod, ep, ep.Port, job, nil); ok {
 						out = append(out, tg)
 					}
 				}
 			case "ServiceMonitor":
-				for _, svc := range svcs.Items {
+				for _, svc := range o.svcs.Items {
 					if !sel.Matches(labels.Set(svc.Labels)) || len(svc.Spec.Selector) == 0 ||
 						!labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
 						continue
@@ -206,7 +241,7 @@ func monitorTargets(t *testing.T, monitors []manifest.Monitor) []fileSDTarget {
 							if m.Spec.JobLabel != "" {
 								job = svc.Labels[m.Spec.JobLabel]
 							}
-							if tg, ok := podTarget(t, pod, ep, port, job, map[string]string{"service": svc.Name}); ok {
+							if tg, ok := podTarget(pod, ep, port, job, map[string]string{"service": svc.Name}); ok {
 								out = append(out, tg)
 							}
 						}
@@ -220,8 +255,7 @@ func monitorTargets(t *testing.T, monitors []manifest.Monitor) []fileSDTarget {
 
 // podTarget is pod's target on port (a container port's name or number), labelled
 // as the operator does, then by the endpoint's relabelings.
-func podTarget(t *testing.T, pod corev1.Pod, ep manifest.MonitorEndpoint, port, job string, extra map[string]string) (fileSDTarget, bool) {
-	t.Helper()
+func podTarget(pod corev1.Pod, ep manifest.MonitorEndpoint, port, job string, extra map[string]string) (fileSDTarget, bool) {
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
 			if p.Name != port && strconv.Itoa(int(p.ContainerPort)) != port {
@@ -237,7 +271,7 @@ func podTarget(t *testing.T, pod corev1.Pod, ep manifest.MonitorEndpoint, port, 
 				lbls[k] = v
 			}
 			for _, r := range ep.Relabelings {
-				relabel(t, r, lbls)
+				relabel(r, lbls)
 			}
 			tg := fileSDTarget{Targets: []string{fmt.Sprintf("%s:%d", pod.Status.PodIP, p.ContainerPort)}, Labels: map[string]string{}}
 			for k, v := range lbls {
@@ -257,18 +291,11 @@ func podTarget(t *testing.T, pod corev1.Pod, ep manifest.MonitorEndpoint, port, 
 }
 
 // relabel applies one replace relabeling, as Prometheus does; the monitors ship no
-// other action.
-func relabel(t *testing.T, r manifest.Relabeling, lbls map[string]string) {
-	t.Helper()
-	if r.Action != "" && !strings.EqualFold(r.Action, "replace") {
-		t.Fatalf("relabeling %+v: only replace is implemented here", r)
-	}
-	sep, regex, repl := ";", "(.*)", "$1"
+// other action (checkMonitors).
+func relabel(r manifest.Relabeling, lbls map[string]string) {
+	sep, repl := ";", "$1"
 	if r.Separator != nil {
 		sep = *r.Separator
-	}
-	if r.Regex != "" {
-		regex = r.Regex
 	}
 	if r.Replacement != nil {
 		repl = *r.Replacement
@@ -277,7 +304,7 @@ func relabel(t *testing.T, r manifest.Relabeling, lbls map[string]string) {
 	for _, s := range r.SourceLabels {
 		vals = append(vals, lbls[s])
 	}
-	re := regexp.MustCompile("^(?:" + regex + ")$")
+	re := regexp.MustCompile(relabelRegex(r))
 	src := strings.Join(vals, sep)
 	m := re.FindStringSubmatchIndex(src)
 	if m == nil {
@@ -288,6 +315,14 @@ func relabel(t *testing.T, r manifest.Relabeling, lbls map[string]string) {
 	} else {
 		delete(lbls, r.TargetLabel)
 	}
+}
+
+// relabelRegex is r's regex anchored, as Prometheus matches it ((.*) by default).
+func relabelRegex(r manifest.Relabeling) string {
+	if r.Regex == "" {
+		return "^(?:(.*))$"
+	}
+	return "^(?:" + r.Regex + ")$"
 }
 
 // kubectlJSON decodes `kubectl ARGS -o json` into v.
