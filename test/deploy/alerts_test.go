@@ -14,10 +14,12 @@ package deploy_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,8 +104,9 @@ var scrapeLabels = map[string]bool{"job": true, "instance": true, "namespace": t
 
 // fluentBitSeries are the fluent-bit series the alerts may read, with their labels,
 // as fluent-bit v4 serves them on /api/v2/metrics/prometheus: registered with
-// cmt_counter_create/cmt_gauge_create in flb_output_init_all (src/flb_output.c)
-// and in src/flb_input.c, each with the one label `name` (the instance's alias).
+// cmt_counter_create/cmt_gauge_create in flb_output_init_all (src/flb_output.c),
+// the input's counted in src/flb_input_chunk.c, each with the one label `name` (the
+// instance's alias).
 // fluent-bit cannot be built or run on these machines; the names were read in its
 // source (deploy/docs/fluent-bit.md, "Its metrics").
 var fluentBitSeries = map[string]map[string]bool{
@@ -132,23 +135,11 @@ func TestAlertRules(t *testing.T) {
 		t.Fatalf("promtool (Debian's prometheus package, `make test-deps`) is not on PATH: %v", err)
 	}
 	rules, alerts := ruleFileFromPrometheusRule(t)
-	var want []string
+	var exprs []string
 	for _, a := range alerts {
-		for _, name := range selectorNames(t, a.expr) {
-			if fluentBitSeries[name] == nil && prometheusSeries[name] == nil {
-				want = append(want, name)
-			}
-		}
+		exprs = append(exprs, a.expr)
 	}
-	served := servedSeries(t, want, "the alerts")
-	for _, name := range want {
-		t.Logf("served: %s %v", name, sortedKeys(served[name]))
-	}
-	for _, others := range []map[string]map[string]bool{fluentBitSeries, prometheusSeries} {
-		for name, lbls := range others {
-			served[name] = lbls
-		}
-	}
+	served := servedFor(t, exprs, "the alerts", fluentBitSeries, prometheusSeries)
 	checkRunbooks(t, alerts)
 
 	for _, a := range alerts {
@@ -185,6 +176,29 @@ func TestAlertRules(t *testing.T) {
 		}
 		t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
 	}
+}
+
+// servedFor is what the queries exprs may read, each metric name with its labels:
+// the series of others, taken as they are, and the rest as the built binary serves
+// them (servedSeries, which waits for each; reader names who reads them).
+func servedFor(t *testing.T, exprs []string, reader string, others ...map[string]map[string]bool) map[string]map[string]bool {
+	t.Helper()
+	var want []string
+	for _, expr := range exprs {
+		for _, name := range selectorNames(t, expr) {
+			if !slices.ContainsFunc(others, func(o map[string]map[string]bool) bool { return o[name] != nil }) {
+				want = append(want, name)
+			}
+		}
+	}
+	served := servedSeries(t, want, reader)
+	for _, name := range want {
+		t.Logf("served: %s %v", name, sortedKeys(served[name]))
+	}
+	for _, o := range others {
+		maps.Copy(served, o)
+	}
+	return served
 }
 
 // servedSeries runs the binary until its metrics endpoint serves every family in

@@ -55,21 +55,11 @@ func TestDashboardQueries(t *testing.T) {
 	}
 	// Our components' series that exist only once what they count has happened (a
 	// refusal) are taken from their declaration, with its attributes as labels.
-	declared := declaredSeries(t)
-	var want []string
+	var exprs []string
 	for _, tg := range targets {
-		for _, name := range selectorNames(t, tg.expr) {
-			if fluentBitSeries[name] == nil && prometheusSeries[name] == nil && declared[name] == nil {
-				want = append(want, name)
-			}
-		}
+		exprs = append(exprs, tg.expr)
 	}
-	served := servedSeries(t, want, "the dashboards")
-	for _, others := range []map[string]map[string]bool{fluentBitSeries, prometheusSeries, declared} {
-		for name, lbls := range others {
-			served[name] = lbls
-		}
-	}
+	served := servedFor(t, exprs, "the dashboards", fluentBitSeries, prometheusSeries, declaredSeries(t))
 	for _, tg := range targets {
 		checkNamesServed(t, tg.where, tg.expr, served)
 	}

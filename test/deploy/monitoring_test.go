@@ -61,11 +61,9 @@ func TestDeployMonitoringCoversEveryHop(t *testing.T) {
 		monitoringCovers(t, manifest.MovedTo(t, shipped, "team-obs", "a-"), relay)
 	})
 	t.Run("fluent-bit", func(t *testing.T) {
-		for w, job := range monitoringCovers(t, manifest.Dir("overlays", "platform-fluent-bit"), func(r manifest.Rendered) []workload {
+		maps.Copy(jobs, monitoringCovers(t, manifest.Dir("overlays", "platform-fluent-bit"), func(r manifest.Rendered) []workload {
 			return []workload{daemonSetOf(t, r, "app.kubernetes.io/name", "fluent-bit", 2020)}
-		}) {
-			jobs[w] = job
-		}
+		}))
 	})
 	if len(jobs) != 4 {
 		t.Fatalf("jobs of %d workloads, want 4: %v", len(jobs), jobs)
