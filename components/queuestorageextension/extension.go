@@ -14,9 +14,12 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-relay/otelcol-relay/components/internal/handoff"
+	"github.com/otelcol-relay/otelcol-relay/components/queuestorageextension/internal/metadata"
 )
 
 type queueStorage struct {
@@ -30,8 +33,15 @@ type queueStorage struct {
 	// maxRecord is passed to every store (storeOptions.maxRecord).
 	maxRecord int
 
+	telemetry *metadata.TelemetryBuilder
+
 	mu      sync.Mutex
-	clients map[*store]struct{}
+	clients map[*store]client
+}
+
+// client is what a store's series are labelled with.
+type client struct {
+	exporter metric.MeasurementOption // nil for another kind of component: its keys are no queue's
 }
 
 var (
@@ -52,10 +62,32 @@ func newExtension(set extension.Settings, cfg *Config, total func() (uint64, str
 		set.Logger.Info("queue_storage: memory cache sized from the memory limit",
 			zap.Uint32("memory_cache_percentage", cfg.MemoryCachePercentage), zap.Int64("memory_cache_size", size), zap.String("limit_from", source))
 	}
-	return &queueStorage{
-		cfg: cfg, logger: set.Logger, clients: map[*store]struct{}{},
-		cache: &cacheBudget{max: size},
-	}, nil
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	q := &queueStorage{
+		cfg: cfg, logger: set.Logger, clients: map[*store]client{},
+		cache: &cacheBudget{max: size}, telemetry: tb,
+	}
+	if err := tb.RegisterQueueStorageOldestItemAgeCallback(q.observeAges); err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	return q, nil
+}
+
+// observeAges reports each exporter queue's oldest item age at collection
+// time, so the gauge is never older than the scrape.
+func (q *queueStorage) observeAges(_ context.Context, o metric.Float64Observer) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for s, c := range q.clients {
+		if c.exporter != nil {
+			o.Observe(s.oldestItemAge().Seconds(), c.exporter)
+		}
+	}
+	return nil
 }
 
 func (q *queueStorage) Start(context.Context, component.Host) error { return nil }
@@ -68,7 +100,8 @@ func (q *queueStorage) Shutdown(ctx context.Context) error {
 	for s := range q.clients {
 		errs = append(errs, s.Close(ctx))
 	}
-	q.clients = map[*store]struct{}{}
+	q.clients = map[*store]client{}
+	q.telemetry.Shutdown()
 	return errors.Join(errs...)
 }
 
@@ -102,8 +135,13 @@ func (q *queueStorage) GetClient(_ context.Context, kind component.Kind, id comp
 			return nil, err
 		}
 	}
+	var c client
+	if kind == component.KindExporter {
+		c.exporter = metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("exporter", id.String()), attribute.String("data_type", name)))
+	}
 	q.mu.Lock()
-	q.clients[s] = struct{}{}
+	q.clients[s] = c
 	q.mu.Unlock()
 	return &trackedClient{store: s, ext: q}, nil
 }

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
@@ -106,6 +108,7 @@ type store struct {
 	deleteBytes int64
 	maxUpdate   int
 	ghosts      []ghost // link.go
+	ages        itemAges
 	// broken is set when a failed write could not be erased (unwrite).
 	broken error
 	closed bool
@@ -134,11 +137,12 @@ func openStore(dir string, opts storeOptions) (*store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("queue_storage: %s is in use by another client or process: %w", dir, err)
 	}
-	s := &store{dir: dir, opts: opts, lock: lock, index: map[string]entry{}}
+	s := &store{dir: dir, opts: opts, lock: lock, index: map[string]entry{}, ages: itemAges{now: time.Now}}
 	if err := s.recover(); err != nil {
 		_ = s.closeFiles() // the recovery error is the one to report
 		return nil, err
 	}
+	s.ages.recovered(s.index, segmentWritten)
 	if err := s.roll(0, s.drain(0, 0)); err != nil {
 		// On a full volume, keep writing into the newest segment's free space
 		// (recovery left the end of data at its last good record).
@@ -161,6 +165,7 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 		return errClosed
 	}
 	var writes []op
+	var newItems []string
 	addsKey := false
 	for i, o := range ops {
 		switch o.Type {
@@ -183,6 +188,9 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 		case storage.Set:
 			if _, ok := s.index[o.Key]; !ok {
 				addsKey = true
+				if isItemKey(o.Key) && !slices.Contains(newItems, o.Key) {
+					newItems = append(newItems, o.Key)
+				}
 			}
 			// Claimed here, before anything can fail, so that a given value
 			// never waits in the registry.
@@ -210,8 +218,30 @@ func (s *store) Batch(_ context.Context, ops ...*storage.Operation) error {
 	if err != nil {
 		return err
 	}
+	s.ages.added(newItems)
 	s.reclaim()
 	return nil
+}
+
+// oldestItemAge is how long the oldest queue item in the store has waited.
+func (s *store) oldestItemAge() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0
+	}
+	return s.ages.oldest(s.index)
+}
+
+// segmentWritten is when seg was last written: the file's modification time,
+// or now if it cannot be read (the item then counts as new, never as older).
+func segmentWritten(seg *segment) time.Time {
+	if seg != nil && seg.f != nil {
+		if st, err := seg.f.Stat(); err == nil {
+			return st.ModTime()
+		}
+	}
+	return time.Now()
 }
 
 // handOver gives the caller the cached copy of key's value instead of copying
