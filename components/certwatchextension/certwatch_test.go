@@ -40,6 +40,10 @@ func TestConfigValidate(t *testing.T) {
 	require.NoError(t, pairOnly.Validate())
 	// The system roots and no client certificate: a header-only backend.
 	require.NoError(t, createDefaultConfig().Validate())
+	// A server with no file: plaintext receivers, nothing to watch.
+	noFiles := createDefaultConfig()
+	noFiles.Server = true
+	require.NoError(t, noFiles.Validate())
 
 	for name, tc := range map[string]struct {
 		mutate func(*Config)
@@ -51,6 +55,10 @@ func TestConfigValidate(t *testing.T) {
 		"poll too short": {func(c *Config) { c.PollInterval = time.Millisecond }, "poll_interval: 1ms is below the minimum of 100ms"},
 		"system pool without ca_file": {func(c *Config) { c.CAFile = ""; c.IncludeSystemCACertsPool = true },
 			"include_system_ca_certs_pool: true needs ca_file"},
+		"server without keypair": {func(c *Config) { c.Server = true; c.CertFile, c.KeyFile = "", "" },
+			`server: true with ca_file ("/c/ca.crt") needs cert_file and key_file`},
+		"server with system pool": {func(c *Config) { c.Server = true; c.IncludeSystemCACertsPool = true },
+			"include_system_ca_certs_pool: a server (server: true) verifies its clients against ca_file alone"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := ok()
@@ -437,4 +445,42 @@ func TestShutdownStopsGoroutines(t *testing.T) {
 	// A second Shutdown, and Shutdown without Start, are harmless.
 	require.NoError(t, e.Shutdown(context.Background()))
 	require.NoError(t, newExt(t, f.cfg).Shutdown(context.Background()))
+}
+
+// An instance with server: true watches a receiver's serving keypair and the
+// bundle its clients are verified against: it reports their expiry as roles
+// server and client_ca, follows a rotation, and refuses to be an exporter's
+// middleware (it would offer the serving keypair to a backend).
+func TestServerMaterial(t *testing.T) {
+	f := newFixture(t)
+	serving := f.serverCA.Server(t, testcerts.Options{CommonName: "otelcol-relay.otelcol-relay.svc", NotAfter: time.Now().Add(5 * 24 * time.Hour)})
+	testcerts.AtomicWrite(t, f.dir, f.files(f.clientCA.CertPEM, serving))
+	f.cfg.Server = true
+	e := startExt(t, f.cfg)
+
+	notAfter := func() map[string]int64 {
+		m, err := e.tel.GetMetric(metricCertNotAfter)
+		require.NoError(t, err)
+		got := map[string]int64{}
+		for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+			role, _ := dp.Attributes.Value(attrRole)
+			serial, _ := dp.Attributes.Value(attrSer)
+			got[role.AsString()+"/"+serial.AsString()] = dp.Value
+		}
+		return got
+	}
+	assert.Equal(t, map[string]int64{
+		"server/" + serving.Serial():                         serving.Cert.NotAfter.Unix(),
+		"client_ca/" + f.clientCA.Cert.SerialNumber.String(): f.clientCA.Cert.NotAfter.Unix(),
+	}, notAfter())
+
+	renewed := f.serverCA.Server(t, testcerts.Options{CommonName: "otelcol-relay.otelcol-relay.svc", NotAfter: time.Now().Add(90 * 24 * time.Hour)})
+	testcerts.AtomicWrite(t, f.dir, f.files(f.clientCA.CertPEM, renewed))
+	e.waitReloads(t, resultSuccess, 1)
+	assert.Equal(t, renewed.Cert.NotAfter.Unix(), notAfter()["server/"+renewed.Serial()])
+
+	_, err := e.GetHTTPRoundTripper(context.Background())
+	require.ErrorContains(t, err, "has server: true: it watches a server's certificates (the receivers') and cannot be an exporter's middleware")
+	_, err = e.GetGRPCClientOptions(context.Background())
+	require.ErrorContains(t, err, "cannot be an exporter's middleware")
 }

@@ -36,6 +36,14 @@ type Config struct {
 	// backstop to the file-system watch (which can miss events, e.g. when a
 	// whole directory is replaced or on network file systems).
 	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// Server says the files are a server's, not an exporter's: cert_file and
+	// key_file its serving keypair, ca_file the bundle its clients are verified
+	// against (the relay's receivers, whose configtls reloads them itself). Such
+	// an instance only watches them and reports their expiry (roles server and
+	// client_ca), so that the receivers' certificates are alerted on as the
+	// backends' are; no exporter may use it as a middleware. With no file at all
+	// it watches nothing: plaintext receivers (config/receiver-plaintext.yaml).
+	Server bool `mapstructure:"server"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -61,6 +69,12 @@ func (c *Config) Validate() error {
 	var errs []error
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, fmt.Errorf("cert_file (%q) and key_file (%q) must be set together", c.CertFile, c.KeyFile))
+	}
+	if c.Server && c.CertFile == "" && c.CAFile != "" {
+		errs = append(errs, fmt.Errorf("server: true with ca_file (%q) needs cert_file and key_file, the server's keypair", c.CAFile))
+	}
+	if c.Server && c.IncludeSystemCACertsPool {
+		errs = append(errs, errors.New("include_system_ca_certs_pool: a server (server: true) verifies its clients against ca_file alone"))
 	}
 	if c.IncludeSystemCACertsPool && c.CAFile == "" {
 		errs = append(errs, errors.New("include_system_ca_certs_pool: true needs ca_file; without ca_file the system roots are used anyway"))

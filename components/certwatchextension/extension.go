@@ -251,11 +251,23 @@ func (e *certwatch) materialFields(m *material) []zap.Field {
 	return append(fields, zap.Int("ca_certificates", len(m.cas)))
 }
 
+// usableByExporter refuses an exporter the material of a server: its keypair
+// would be offered to a backend as a client certificate.
+func (e *certwatch) usableByExporter() error {
+	if e.cfg.Server {
+		return fmt.Errorf("%s has server: true: it watches a server's certificates (the receivers') and cannot be an exporter's middleware", e.id)
+	}
+	return nil
+}
+
 // GetGRPCClientOptions replaces the exporter's transport credentials: configgrpc
 // appends middleware options after its own, and for grpc-go the last
 // WithTransportCredentials wins. The interceptor only remembers the ClientConn
 // (one atomic load per call) so a reload can reset its connect backoff.
 func (e *certwatch) GetGRPCClientOptions(context.Context) ([]grpc.DialOption, error) {
+	if err := e.usableByExporter(); err != nil {
+		return nil, err
+	}
 	if e.current() == nil {
 		return nil, fmt.Errorf("%s is not started", e.id)
 	}

@@ -20,6 +20,9 @@ import (
 // *http.Transport. confighttp applies middlewares from the last to the first,
 // so only the last one in the list receives the bare transport.
 func (e *certwatch) GetHTTPRoundTripper(context.Context) (extensionmiddleware.WrapHTTPRoundTripperFunc, error) {
+	if err := e.usableByExporter(); err != nil {
+		return nil, err
+	}
 	if e.current() == nil {
 		return nil, fmt.Errorf("%s is not started", e.id)
 	}

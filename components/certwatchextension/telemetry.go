@@ -24,6 +24,9 @@ const (
 	attrExtension = "extension"
 	roleClient    = "client"
 	roleCA        = "ca"
+	// The roles of a server's material (Config.Server).
+	roleServer   = "server"
+	roleClientCA = "client_ca"
 )
 
 // telemetry is the generated builder with the gauges wired to the material in
@@ -86,11 +89,15 @@ func (t *telemetry) register(e *certwatch, instance metric.MeasurementOption) er
 				attribute.String(attrSer, c.serial),
 			))
 		}
+		certRole, caRole := roleClient, roleCA
+		if e.cfg.Server {
+			certRole, caRole = roleServer, roleClientCA
+		}
 		for _, c := range m.cas {
-			observe(roleCA, c)
+			observe(caRole, c)
 		}
 		if m.client != nil {
-			observe(roleClient, *m.client)
+			observe(certRole, *m.client)
 		}
 		return nil
 	})

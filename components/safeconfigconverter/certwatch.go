@@ -13,7 +13,8 @@ const certwatchType = "certwatch"
 // checkCertwatchWiring checks the certwatch middlewares of the backend
 // exporters: each names a configured instance that service::extensions starts,
 // comes last on an otlp_http exporter, and is the only source of the exporter's
-// TLS (checkCertwatchOverrides). An instance no exporter uses is refused too.
+// TLS (checkCertwatchOverrides). An instance no exporter uses is refused too,
+// but for a server's (server: true), which no exporter may use.
 func checkCertwatchWiring(exporters, extensions map[string]any, enabled map[string]bool) []error {
 	var errs []error
 	usedCertwatch := map[string]bool{}
@@ -30,6 +31,10 @@ func checkCertwatchWiring(exporters, extensions map[string]any, enabled map[stri
 				continue
 			}
 			usedCertwatch[mwID] = true
+			if isServerCertwatch(extensions[mwID]) {
+				errs = append(errs, fmt.Errorf("exporters::%s: middlewares[%d]::id %q has server: true: it watches a server's certificates (the receivers') and would offer their keypair to the backend", id, i, mwID))
+				continue
+			}
 			switch {
 			case !hasKey(extensions, mwID):
 				errs = append(errs, fmt.Errorf("exporters::%s: middlewares[%d]::id %q names a certwatch instance that is not configured under extensions", id, i, mwID))
@@ -43,11 +48,19 @@ func checkCertwatchWiring(exporters, extensions map[string]any, enabled map[stri
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(extensions)) {
-		if t, _ := splitID(id); t == certwatchType && !usedCertwatch[id] {
+		// A server's instance (the receivers') watches for expiry alone.
+		if t, _ := splitID(id); t == certwatchType && !usedCertwatch[id] && !isServerCertwatch(extensions[id]) {
 			errs = append(errs, fmt.Errorf("extensions::%s: no exporter uses it (no exporter lists {id: %s} in middlewares): a misspelt middleware id would otherwise leave its exporter without the intended certificates", id, id))
 		}
 	}
 	return errs
+}
+
+// isServerCertwatch is whether a certwatch instance's config says server: true
+// (components/certwatchextension: a server's files, watched for their expiry).
+func isServerCertwatch(cfg any) bool {
+	v, _ := asMap(cfg)["server"].(bool)
+	return v
 }
 
 // certwatchFields are the exporter tls:: fields certwatch has its own version of.

@@ -121,6 +121,19 @@ func TestValidConfigsPass(t *testing.T) {
 	}
 }
 
+// A server's certwatch (the receivers') is used by no exporter, and that is no
+// misspelt middleware.
+func TestServerCertwatchNeedsNoExporter(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
+	cfg := strings.Replace(base, "  certwatch/default:\n", "  certwatch/receivers:\n    server: true\n    cert_file: /tls/tls.crt\n    key_file: /tls/tls.key\n  certwatch/default:\n", 1)
+	if cfg == base {
+		t.Fatal("base has no certwatch/default to add certwatch/receivers beside")
+	}
+	if _, err := resolve(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRules(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_DEFAULT_AUTHORIZATION", "Bearer x")
 	t.Setenv("ENDPOINT_PASSWORD", "pw")
@@ -149,6 +162,8 @@ func TestRules(t *testing.T) {
 			`exporters::otlp_http/default: middlewares[0]::id "certwatch/defualt" names a certwatch instance that is not configured under extensions`}, //nolint:misspell // the misspelt instance id is what this case tests
 		{"unused certwatch", "middlewares: [{id: certwatch/default}]", "middlewares: []",
 			`extensions::certwatch/default: no exporter uses it`},
+		{"server certwatch as a middleware", "    key_file: /certs/default/tls.key\n", "    key_file: /certs/default/tls.key\n    server: true\n",
+			`exporters::otlp_http/default: middlewares[0]::id "certwatch/default" has server: true: it watches a server's certificates (the receivers') and would offer their keypair to the backend`},
 		{"certwatch not started", "extensions: [certwatch/default]", "extensions: []",
 			`exporters::otlp_http/default: middlewares[0]::id "certwatch/default" is configured but not listed in service::extensions`},
 		{"certwatch not last", "middlewares: [{id: certwatch/default}]", "middlewares: [{id: certwatch/default}, {id: other}]",
