@@ -342,20 +342,24 @@ build_images() {
 # binary, SBOM, CA bundle and Dockerfile), under the name `make image` gives it
 # (`make print-image`).
 relay_image() {
-	local name platform
+	local name platform sum
 	name=$(make -s -C "$root" print-image)
 	platform=$(go env GOOS)/$(go env GOARCH)
-	# A tag names one commit: the archive of this one is reused.
-	if [ -f "$I/relay.tar" ] && [ "$(cat "$R/relay-image" 2>/dev/null)" = "$name" ] && [[ $name != *-dirty ]]; then
+	make -s -C "$root" cross PLATFORMS="$platform" >/dev/null
+	# The archive is reused for the same binary only: an untagged checkout's name
+	# (VERSION-dev+commit) stays the same through uncommitted changes.
+	sum=$(sha256sum "$root/bin/${platform/\//_}/otelcol-relay" | cut -d' ' -f1)
+	if [ -f "$I/relay.tar" ] && [ "$(cat "$R/relay-image" 2>/dev/null)" = "$name" ] &&
+		[ "$(cat "$R/relay-image.sha256" 2>/dev/null)" = "$sum" ]; then
 		return
 	fi
-	make -s -C "$root" cross PLATFORMS="$platform" >/dev/null
 	"$root/hack/ca-bundle.sh" "$root/bin/ca-certificates.crt" >/dev/null
 	$PODMAN build --quiet --network none --platform "$platform" -t "$name" \
 		--build-arg VERSION="$(make -s -C "$root" print-version)" -f "$root/Dockerfile" "$root" >/dev/null
 	rm -f "$I/relay.tar"
 	$PODMAN save --format docker-archive -o "$I/relay.tar" "$name" >/dev/null
 	echo "$name" >"$R/relay-image"
+	echo "$sum" >"$R/relay-image.sha256"
 	ts "relay image $name"
 }
 
