@@ -68,6 +68,16 @@ var overview = []panel{
 		queries: []query{
 			{`max by (exporter) (otelcol_exporter_queue_size{` + relays + `} / otelcol_exporter_queue_capacity{` + relays + `})`, "{{exporter}}"},
 		}},
+	{title: "Delivery lag, by backend", unit: "s",
+		description: "How long the oldest item in each backend's persistent queue has waited, the worst pod: seconds when healthy; it grows while a backend is down or slower than the intake (OtelcolRelayDeliveryLagging past 2 minutes).",
+		queries: []query{
+			{`max by (exporter) (otelcol_queue_storage_oldest_item_age{` + relays + `})`, "{{exporter}}"},
+		}},
+	{title: "Log records lost in the last 5 minutes, by hop", unit: "short",
+		description: "The accounting rules (otelcol-relay-accounting): records a hop gave up on for good, fluent-bit's dropped records, the agents' and each backend's exports that failed permanently. 0 when nothing is lost; a refusal is not a loss (the sender retries).",
+		queries: []query{
+			{`sum by (hop, exporter) (otelcol_relay:log_records_lost:increase5m)`, "{{hop}} {{exporter}}"},
+		}},
 	{title: "Export failures per second, by backend", unit: "ops",
 		queries: []query{
 			{`sum by (exporter) (rate(otelcol_exporter_send_failed_log_records{` + relays + `}[$__rate_interval]))`, "{{exporter}} logs"},
@@ -85,7 +95,7 @@ var overview = []panel{
 			{`max by (pod) (last_over_time(otelcol_admission_drain_queue_size{` + relay + `}[7d]))`, "{{pod}} left on volume"},
 		}},
 	{title: "Certificate expiry", unit: "s", stat: true,
-		description: "Time left on each certificate certwatch uses for a backend (client certificate and CA bundle entries).",
+		description: "Time left on each certificate certwatch watches: each backend's (client certificate and CA bundle entries) and the receivers' (certwatch/receivers: serving certificate and client CA bundle).",
 		queries: []query{
 			{`min by (extension, role, subject) (otelcol_certwatch_certificate_not_after{` + relays + `}) - time()`, "{{extension}} {{role}} {{subject}}"},
 		}},
@@ -114,6 +124,11 @@ var perBackend = []panel{
 		queries: []query{
 			{`max by (pod) (otelcol_exporter_queue_size{` + backend + `})`, "{{pod}} queued"},
 			{`max(otelcol_exporter_queue_capacity{` + backend + `})`, "bound"},
+		}},
+	{title: "Oldest queued item's age", unit: "s",
+		description: "How late this backend's data is on each relay.",
+		queries: []query{
+			{`max by (pod, data_type) (otelcol_queue_storage_oldest_item_age{` + backend + `})`, "{{pod}} {{data_type}}"},
 		}},
 }
 

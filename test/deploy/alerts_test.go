@@ -42,8 +42,9 @@ import (
 )
 
 // alertsSourceConfig makes the binary produce every series the alerts read: a
-// persistent byte-sized queue in front of an unreachable backend (queue size and
-// capacity, send failures, for each signal), certwatch on that exporter
+// persistent byte-sized queue (queue_storage, as the gateway's) in front of an
+// unreachable backend (queue size, capacity and oldest item's age, send failures,
+// for each signal), certwatch on that exporter
 // (certificate expiry), a memory_limiter that refuses everything behind a second
 // receiver (its own refusals and the receiver's), and federation_types against
 // an unreachable Prometheus (metadata age), and a second exporter to a sink that
@@ -52,7 +53,7 @@ import (
 // normal, a pull reader).
 const alertsSourceConfig = `
 extensions:
-  file_storage:
+  queue_storage:
     directory: ${env:T_QUEUE}
   admission:
     drain:
@@ -80,12 +81,12 @@ exporters:
   otlp_http/default:
     endpoint: https://${env:T_DEAD}
     middlewares: [{id: certwatch/default}]
-    sending_queue: {storage: file_storage, sizer: bytes, queue_size: 67108864}
+    sending_queue: {storage: queue_storage, sizer: bytes, queue_size: 67108864}
     retry_on_failure: {enabled: false}
   otlp_http/plaintext-live:
     endpoint: http://${env:T_LIVE}
 service:
-  extensions: [file_storage, certwatch/default, admission]
+  extensions: [queue_storage, certwatch/default, admission]
 ` + e2e.SelfMetricsTelemetry + `  pipelines:
     logs: {receivers: [otlp_http_pooled], exporters: [otlp_http/default, otlp_http/plaintext-live]}
     metrics: {receivers: [otlp_http_pooled], processors: [federation_types], exporters: [otlp_http/default, otlp_http/plaintext-live]}
@@ -134,9 +135,9 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool (Debian's prometheus package, `make test-deps`) is not on PATH: %v", err)
 	}
-	rules, alerts := ruleFileFromPrometheusRule(t)
+	rules, alerts, records := ruleFileFromPrometheusRule(t)
 	var exprs []string
-	for _, a := range alerts {
+	for _, a := range slices.Concat(alerts, records) {
 		exprs = append(exprs, a.expr)
 	}
 	served := servedFor(t, exprs, "the alerts", fluentBitSeries, prometheusSeries)
@@ -144,6 +145,9 @@ func TestAlertRules(t *testing.T) {
 
 	for _, a := range alerts {
 		checkNamesServed(t, "alert "+a.name, a.expr, served)
+	}
+	for _, r := range records {
+		checkNamesServed(t, "recording rule "+r.name, r.expr, served)
 	}
 
 	tests := promtoolTests(t)
@@ -157,6 +161,11 @@ func TestAlertRules(t *testing.T) {
 	for _, a := range alerts {
 		if !tests.firing[a.name] {
 			t.Errorf("alert %s has no promtool test case in which it fires", a.name)
+		}
+	}
+	for _, r := range records {
+		if !tests.evaluated[r.name] {
+			t.Errorf("recording rule %s has no promtool promql_expr_test with samples", r.name)
 		}
 	}
 
@@ -321,11 +330,41 @@ func selectorNames(t *testing.T, expr string) []string {
 	return names
 }
 
-type alertRule struct{ group, name, expr, runbook string }
+type alertRule struct {
+	group, name, expr, runbook string
+	labels                     []string // a recording rule's own labels
+}
+
+// recordedSeries are the series the recording rules write, each with its labels:
+// its own and those its outer aggregation keeps.
+func recordedSeries(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	_, _, records := ruleFileFromPrometheusRule(t)
+	out := map[string]map[string]bool{}
+	for _, r := range records {
+		if out[r.name] == nil {
+			out[r.name] = map[string]bool{}
+		}
+		for _, l := range r.labels {
+			out[r.name][l] = true
+		}
+		e, err := promql.ParseExpr(r.expr)
+		if err != nil {
+			t.Fatalf("recording rule %s: %v", r.name, err)
+		}
+		if agg, ok := e.(*parser.AggregateExpr); ok && !agg.Without {
+			for _, l := range agg.Grouping {
+				out[r.name][l] = true
+			}
+		}
+	}
+	return out
+}
 
 // ruleFileFromPrometheusRule reads the component's PrometheusRule and returns its
-// spec as a plain Prometheus rule file (what promtool reads) and its alerts.
-func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
+// spec as a plain Prometheus rule file (what promtool reads), its alerts and its
+// recording rules (name is the record's).
+func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule, []alertRule) {
 	t.Helper()
 	raw, err := os.ReadFile(alertsDir("prometheusrule.yaml"))
 	if err != nil {
@@ -338,6 +377,8 @@ func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
 				Name  string `json:"name"`
 				Rules []struct {
 					Alert       string            `json:"alert"`
+					Record      string            `json:"record"`
+					Labels      map[string]string `json:"labels"`
 					Expr        string            `json:"expr"`
 					Annotations map[string]string `json:"annotations"`
 				} `json:"rules"`
@@ -350,11 +391,14 @@ func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
 	if pr.Kind != "PrometheusRule" {
 		t.Fatalf("prometheusrule.yaml is a %q", pr.Kind)
 	}
-	var alerts []alertRule
+	var alerts, records []alertRule
 	for _, g := range pr.Spec.Groups {
 		for _, r := range g.Rules {
 			if r.Alert != "" {
-				alerts = append(alerts, alertRule{g.Name, r.Alert, r.Expr, r.Annotations["runbook_url"]})
+				alerts = append(alerts, alertRule{g.Name, r.Alert, r.Expr, r.Annotations["runbook_url"], nil})
+			}
+			if r.Record != "" {
+				records = append(records, alertRule{g.Name, r.Record, r.Expr, "", slices.Sorted(maps.Keys(r.Labels))})
 			}
 		}
 	}
@@ -369,7 +413,7 @@ func ruleFileFromPrometheusRule(t *testing.T) ([]byte, []alertRule) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out, alerts
+	return out, alerts, records
 }
 
 // checkNamesServed parses expr and checks each selector's metric name, and each
@@ -432,6 +476,11 @@ func checkLabelsServed(t *testing.T, what string, m labels.Labels, served map[st
 		}
 	})
 	for l := range lbls {
+		// The binary here exports over HTTP; a gRPC exporter's series (the agents'
+		// otlp_grpc/gateway) carry no url_path.
+		if l == "url_path" && strings.HasPrefix(m.Get("exporter"), "otlp_grpc") {
+			continue
+		}
 		if !m.Has(l) && l != "otel_scope_name" && l != "otel_scope_version" && !strings.HasPrefix(l, "otel_scope_") {
 			t.Errorf("%s lacks label %s that the served %s carries", what, l, name)
 		}
@@ -475,7 +524,8 @@ func checkRunbooks(t *testing.T, alerts []alertRule) {
 
 type promtoolTestFile struct {
 	inputSeries []string
-	firing      map[string]bool
+	firing      map[string]bool // alerts some case expects to fire
+	evaluated   map[string]bool // expressions some case expects samples of
 }
 
 func promtoolTests(t *testing.T) promtoolTestFile {
@@ -494,6 +544,10 @@ func promtoolTests(t *testing.T) promtoolTestFile {
 				Alertname string           `json:"alertname"`
 				ExpAlerts []map[string]any `json:"exp_alerts"`
 			} `json:"alert_rule_test"`
+			ExprTests []struct {
+				Expr       string           `json:"expr"`
+				ExpSamples []map[string]any `json:"exp_samples"`
+			} `json:"promql_expr_test"`
 		} `json:"tests"`
 	}
 	if err := yaml.UnmarshalStrict(raw, &f); err != nil {
@@ -505,7 +559,7 @@ func promtoolTests(t *testing.T) promtoolTestFile {
 	if len(f.RuleFiles) != 1 || f.RuleFiles[0] != "rules.yaml" {
 		t.Fatalf("rules_test.yaml must read rule_files: [rules.yaml] (the test writes the PrometheusRule's spec there), has %v", f.RuleFiles)
 	}
-	out := promtoolTestFile{firing: map[string]bool{}}
+	out := promtoolTestFile{firing: map[string]bool{}, evaluated: map[string]bool{}}
 	for _, tc := range f.Tests {
 		for _, s := range tc.InputSeries {
 			out.inputSeries = append(out.inputSeries, s.Series)
@@ -513,6 +567,11 @@ func promtoolTests(t *testing.T) promtoolTestFile {
 		for _, a := range tc.AlertRuleTests {
 			if len(a.ExpAlerts) > 0 {
 				out.firing[a.Alertname] = true
+			}
+		}
+		for _, e := range tc.ExprTests {
+			if len(e.ExpSamples) > 0 {
+				out.evaluated[e.Expr] = true
 			}
 		}
 	}

@@ -21,8 +21,8 @@ var grafanaVariables = strings.NewReplacer("$__rate_interval", "1m", "$namespace
 // TestDashboardQueries: every query of every panel of deploy/components/dashboards
 // parses as PromQL and reads only series that are served, each with the labels it
 // matches and groups by: the built binary's (scraped, or for what counts only
-// events, its declaration), fluent-bit's (from its source) and Prometheus's own, as
-// for the alerts. The component renders them as
+// events, its declaration), fluent-bit's (from its source), Prometheus's own, and
+// those the shipped recording rules write, as for the alerts. The component renders them as
 // ConfigMaps Grafana's sidecar loads.
 func TestDashboardQueries(t *testing.T) {
 	files, err := filepath.Glob(manifest.Dir("components", "dashboards", "*.json"))
@@ -59,7 +59,7 @@ func TestDashboardQueries(t *testing.T) {
 	for _, tg := range targets {
 		exprs = append(exprs, tg.expr)
 	}
-	served := servedFor(t, exprs, "the dashboards", fluentBitSeries, prometheusSeries, declaredSeries(t))
+	served := servedFor(t, exprs, "the dashboards", fluentBitSeries, prometheusSeries, declaredSeries(t), recordedSeries(t))
 	for _, tg := range targets {
 		checkNamesServed(t, tg.where, tg.expr, served)
 	}

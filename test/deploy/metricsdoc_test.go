@@ -72,12 +72,22 @@ func TestDeployDocsNameShippedMetricsAndAlerts(t *testing.T) {
 	declared := declaredSeries(t)
 	named := map[string][]string{} // metric -> doc:line
 	alertsNamed := map[string][]string{}
+	recordsNamed := map[string][]string{}
 	for _, doc := range userDocs(t) {
 		for i, line := range strings.Split(readDoc(t, doc), "\n") {
 			where := fmt.Sprintf("%s:%d", doc, i+1)
 			for _, loc := range metricName.FindAllStringIndex(line, -1) {
 				if rest := line[loc[1]:]; strings.HasPrefix(rest, ".") && len(rest) > 1 && rest[1] >= 'a' && rest[1] <= 'z' {
 					continue // otelcol_relay.claimed.<name>: an attribute namespace
+				}
+				if rest := line[loc[1]:]; strings.HasPrefix(rest, ":") {
+					// otelcol_relay:log_records:rate5m: a recording rule's series.
+					rec := line[loc[0]:]
+					if i := strings.IndexFunc(rec, func(r rune) bool { return r != ':' && r != '_' && (r < 'a' || r > 'z') && (r < '0' || r > '9') }); i >= 0 {
+						rec = rec[:i]
+					}
+					recordsNamed[rec] = append(recordsNamed[rec], where)
+					continue
 				}
 				name := line[loc[0]:loc[1]]
 				named[name] = append(named[name], where)
@@ -105,7 +115,12 @@ func TestDeployDocsNameShippedMetricsAndAlerts(t *testing.T) {
 		}
 	}
 
-	_, shipped := ruleFileFromPrometheusRule(t)
+	_, shipped, records := ruleFileFromPrometheusRule(t)
+	for rec, where := range recordsNamed {
+		if !slices.ContainsFunc(records, func(r alertRule) bool { return r.name == rec }) {
+			t.Errorf("%v name recorded series %s, which components/alerts does not record", where, rec)
+		}
+	}
 	var shippedNames []string
 	for _, a := range shipped {
 		shippedNames = append(shippedNames, a.name)

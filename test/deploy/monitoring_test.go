@@ -69,8 +69,8 @@ func TestDeployMonitoringCoversEveryHop(t *testing.T) {
 		t.Fatalf("jobs of %d workloads, want 4: %v", len(jobs), jobs)
 	}
 
-	_, alerts := ruleFileFromPrometheusRule(t)
-	for _, a := range alerts {
+	_, alerts, records := ruleFileFromPrometheusRule(t)
+	for _, a := range slices.Concat(alerts, records) {
 		e, err := promql.ParseExpr(a.expr)
 		if err != nil {
 			t.Fatalf("alert %s: %v", a.name, err)
