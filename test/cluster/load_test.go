@@ -185,6 +185,12 @@ func relayPods(t *testing.T) map[string]relayPod {
 func waitRelays(t *testing.T, n int) map[string]relayPod {
 	t.Helper()
 	var pods map[string]relayPod
+	done := false
+	defer func() {
+		if !done {
+			logRelayPods(t)
+		}
+	}()
 	eventually(t, fmt.Sprintf("%d relay pods Ready", n), readyBudget, func() string {
 		pods = relayPods(t)
 		ready := 0
@@ -198,7 +204,23 @@ func waitRelays(t *testing.T, n int) map[string]relayPod {
 		}
 		return ""
 	})
+	done = true
 	return pods
+}
+
+// logRelayPods logs what a relay pod that is not Ready says: its events and
+// the end of its log (and of its previous container's, after a crash).
+func logRelayPods(t *testing.T) {
+	t.Helper()
+	for name := range relayPods(t) {
+		out, _ := kubectl(t, "", "-n", relayNS, "describe", "pod", name)
+		t.Logf("kubectl describe pod %s:\n%s", name, tail(out, 25))
+		for _, prev := range []string{"--previous=false", "--previous=true"} {
+			if out, err := kubectl(t, "", "-n", relayNS, "logs", name, "-c", "otelcol-relay", "--tail=15", prev); err == nil && out != "" {
+				t.Logf("kubectl logs %s %s:\n%s", name, prev, out)
+			}
+		}
+	}
 }
 
 // selfMetric sums every series of the named metric (with or without the _total a

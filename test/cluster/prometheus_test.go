@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,6 +42,14 @@ type prometheus struct{ url string }
 // stay targets while they have an address (a drain's gauge is served while it runs).
 func startPrometheus(t *testing.T) *prometheus {
 	t.Helper()
+	return startPrometheusFor(t, 0)
+}
+
+// startPrometheusFor is startPrometheus with every rule's `for` cut to at most
+// forAtMost (0 keeps them), for a test that waits for alerts to fire rather than
+// to be pending.
+func startPrometheusFor(t *testing.T, forAtMost time.Duration) *prometheus {
+	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatalf("prometheus (Debian's, hack/test-deps.sh) is not on PATH: %v", err)
@@ -57,11 +66,29 @@ func startPrometheus(t *testing.T) *prometheus {
 	}
 	var rule struct {
 		Spec struct {
-			Groups []json.RawMessage `json:"groups"`
+			Groups []struct {
+				Name  string           `json:"name"`
+				Rules []map[string]any `json:"rules"`
+			} `json:"groups"`
 		} `json:"spec"`
 	}
 	if uerr := yaml.Unmarshal(b, &rule); uerr != nil {
 		t.Fatal(uerr)
+	}
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			f, ok := r["for"].(string)
+			if !ok || forAtMost == 0 {
+				continue
+			}
+			d, perr := model.ParseDuration(f)
+			if perr != nil {
+				t.Fatalf("rule %v: for %q: %v", r["alert"], f, perr)
+			}
+			if time.Duration(d) > forAtMost {
+				r["for"] = model.Duration(forAtMost).String()
+			}
+		}
 	}
 	rules, err := json.Marshal(map[string]any{"groups": rule.Spec.Groups})
 	if err != nil {
@@ -351,6 +378,96 @@ func (p *prometheus) query(t *testing.T, q string) []map[string]string {
 	var out []map[string]string
 	for _, s := range r.Data.Result {
 		out = append(out, s.Metric)
+	}
+	return out
+}
+
+// value is the first sample of an instant query, and whether there was one.
+func (p *prometheus) value(t *testing.T, q string) (float64, bool) {
+	t.Helper()
+	var r struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := getJSON(p.url+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil || len(r.Data.Result) == 0 {
+		return 0, false
+	}
+	s, _ := r.Data.Result[0].Value[1].(string)
+	v, err := strconv.ParseFloat(s, 64)
+	return v, err == nil
+}
+
+// series runs an instant query and returns each series it answers as its labels
+// and value, or the error Prometheus gave.
+func (p *prometheus) series(q string) ([]string, error) {
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := getJSON(p.url+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+		return nil, err
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("%s", r.Error)
+	}
+	var out []string
+	for _, s := range r.Data.Result {
+		var lbls []string
+		for k, v := range s.Metric {
+			lbls = append(lbls, k+"="+v)
+		}
+		slices.Sort(lbls)
+		out = append(out, fmt.Sprintf("{%s} %v", strings.Join(lbls, ","), s.Value[1]))
+	}
+	return out, nil
+}
+
+// promAlert is one alert of Prometheus's /api/v1/alerts.
+type promAlert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+func (p *prometheus) alerts(t *testing.T) []promAlert {
+	t.Helper()
+	var r struct {
+		Data struct {
+			Alerts []promAlert `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := getJSON(p.url+"/api/v1/alerts", &r); err != nil {
+		t.Fatalf("prometheus alerts: %v", err)
+	}
+	return r.Data.Alerts
+}
+
+// activeAlerts lists the alerts pending or firing, each as name/pod=state.
+func (p *prometheus) activeAlerts(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, a := range p.alerts(t) {
+		out = append(out, fmt.Sprintf("%s/%s=%s %v", a.Labels["alertname"], a.Labels["pod"], a.State, a.Labels))
+	}
+	return out
+}
+
+// firing is the labels of one firing instance of each alert that fires.
+func (p *prometheus) firing(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	for _, a := range p.alerts(t) {
+		if a.State == "firing" {
+			out[a.Labels["alertname"]] = a.Labels
+		}
 	}
 	return out
 }

@@ -118,7 +118,7 @@ func certwatchReloads(t *testing.T) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
 	for n, p := range relayPods(t) {
-		v, err := selfMetric(p.ip, "otelcol_certwatch_reloads", `result="success"`)
+		v, err := selfMetric(p.ip, "otelcol_certwatch_reloads", `extension="certwatch/default"`, `result="success"`)
 		if err != nil {
 			t.Fatal(err)
 		}

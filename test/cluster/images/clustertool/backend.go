@@ -48,6 +48,8 @@ type store struct {
 	seqs    map[string][]uint16  // RUN -> times each number of "seq RUN n" arrived
 	clients map[string]time.Time // client certificate serial -> last request with it
 	down    atomic.Bool          // the elastic tests' outage: every connection is cut
+	reject  atomic.Bool          // a backend refusing the data for good: 400 to every logs and metrics request
+	refused atomic.Int64         // log records answered 400 while reject holds
 }
 
 // backend serves OTLP/HTTP on :4318, and OTLP/gRPC on :4317 as a second backend
@@ -70,7 +72,7 @@ func backend() error {
 	s := &store{metrics: map[string]metricSeen{}, seqs: map[string][]uint16{}, clients: map[string]time.Time{}}
 	otlp := http.NewServeMux()
 	otlp.HandleFunc("/v1/logs", s.outage(s.handleLogs))
-	otlp.HandleFunc("/v1/metrics", s.handleMetrics)
+	otlp.HandleFunc("/v1/metrics", s.rejecting(s.handleMetrics))
 	otlp.HandleFunc("/v1/traces", func(_ http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
 	srv := &http.Server{Addr: ":4318", Handler: otlp, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{
 		Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
@@ -104,6 +106,14 @@ func backend() error {
 	})
 	status.HandleFunc("/down", func(_ http.ResponseWriter, r *http.Request) {
 		s.down.Store(r.URL.Query().Get("on") == "true")
+	})
+	// /reject?on=true answers 400 to logs and metrics requests (a permanent error:
+	// the sender drops them) and counts the log records; /reject answers that count.
+	status.HandleFunc("/reject", func(w http.ResponseWriter, r *http.Request) {
+		if on := r.URL.Query().Get("on"); on != "" {
+			s.reject.Store(on == "true")
+		}
+		_ = json.NewEncoder(w).Encode(map[string]int64{"refused_log_records": s.refused.Load()})
 	})
 	go func() {
 		_ = (&http.Server{Addr: ":8080", Handler: status, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
@@ -231,7 +241,7 @@ func (s *store) handleMetrics(w http.ResponseWriter, r *http.Request) {
 // outage cuts the connection of every request while /down?on=true holds: to the
 // relay the backend is unreachable, and what it was sending is not acknowledged.
 func (s *store) outage(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.rejecting(func(w http.ResponseWriter, r *http.Request) {
 		if s.down.Load() {
 			if hj, ok := w.(http.Hijacker); ok {
 				if c, _, err := hj.Hijack(); err == nil {
@@ -243,7 +253,31 @@ func (s *store) outage(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		h(w, r)
+	})
+}
+
+// rejecting answers 400 while /reject?on=true holds (refuse), h otherwise.
+func (s *store) rejecting(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.reject.Load() {
+			s.refuse(w, r)
+			return
+		}
+		h(w, r)
 	}
+}
+
+// refuse answers a request 400, as a backend that finds it invalid does, after
+// counting the records of a logs request.
+func (s *store) refuse(w http.ResponseWriter, r *http.Request) {
+	b, err := body(r)
+	if err == nil && r.URL.Path == "/v1/logs" {
+		req := plogotlp.NewExportRequest()
+		if err = req.UnmarshalProto(b); err == nil {
+			s.refused.Add(int64(req.Logs().LogRecordCount()))
+		}
+	}
+	http.Error(w, "the cluster test's backend refuses these records", http.StatusBadRequest)
 }
 
 // seqCount is what arrived of "seq RUN n" for n in 1..upto.
