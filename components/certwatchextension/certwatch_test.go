@@ -395,19 +395,7 @@ func TestTelemetry(t *testing.T) {
 	before := time.Now()
 	e := startExt(t, f.cfg)
 
-	notAfter := func() map[string]int64 {
-		m, err := e.tel.GetMetric(metricCertNotAfter)
-		require.NoError(t, err)
-		got := map[string]int64{}
-		for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
-			ext, _ := dp.Attributes.Value(attrExtension)
-			assert.Equal(t, e.id.String(), ext.AsString())
-			role, _ := dp.Attributes.Value(attrRole)
-			serial, _ := dp.Attributes.Value(attrSer)
-			got[role.AsString()+"/"+serial.AsString()] = dp.Value
-		}
-		return got
-	}
+	notAfter := func() map[string]int64 { return e.notAfters(t) }
 	lastReload := func() float64 {
 		m, err := e.tel.GetMetric(metricLastReload)
 		require.NoError(t, err)
@@ -458,17 +446,7 @@ func TestServerMaterial(t *testing.T) {
 	f.cfg.Server = true
 	e := startExt(t, f.cfg)
 
-	notAfter := func() map[string]int64 {
-		m, err := e.tel.GetMetric(metricCertNotAfter)
-		require.NoError(t, err)
-		got := map[string]int64{}
-		for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
-			role, _ := dp.Attributes.Value(attrRole)
-			serial, _ := dp.Attributes.Value(attrSer)
-			got[role.AsString()+"/"+serial.AsString()] = dp.Value
-		}
-		return got
-	}
+	notAfter := func() map[string]int64 { return e.notAfters(t) }
 	assert.Equal(t, map[string]int64{
 		"server/" + serving.Serial():                         serving.Cert.NotAfter.Unix(),
 		"client_ca/" + f.clientCA.Cert.SerialNumber.String(): f.clientCA.Cert.NotAfter.Unix(),

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
@@ -120,6 +121,23 @@ func startExt(t testing.TB, cfg *Config) *started {
 	require.NoError(t, s.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, s.Shutdown(context.Background())) })
 	return s
+}
+
+// notAfters is the certificate_not_after gauge by role/serial, each point
+// checked to name this instance.
+func (s *started) notAfters(t *testing.T) map[string]int64 {
+	t.Helper()
+	m, err := s.tel.GetMetric(metricCertNotAfter)
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+		ext, _ := dp.Attributes.Value(attrExtension)
+		assert.Equal(t, s.id.String(), ext.AsString())
+		role, _ := dp.Attributes.Value(attrRole)
+		serial, _ := dp.Attributes.Value(attrSer)
+		got[role.AsString()+"/"+serial.AsString()] = dp.Value
+	}
+	return got
 }
 
 // clientSerial is the serial of the client certificate in use.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -226,41 +227,93 @@ type PromSample struct {
 
 // Query runs an instant query and returns the series it found.
 func (p *Prometheus) Query(ctx context.Context, expr string) ([]PromSample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/api/v1/query?query="+url.QueryEscape(expr), http.NoBody)
-	if err != nil {
+	var result []struct {
+		Metric map[string]string `json:"metric"`
+		Value  [2]any            `json:"value"`
+	}
+	if err := p.api(ctx, "/api/v1/query?query="+url.QueryEscape(expr), expr, &result); err != nil {
 		return nil, err
+	}
+	out := make([]PromSample, 0, len(result))
+	for _, s := range result {
+		v, _ := s.Value[1].(string)
+		out = append(out, PromSample{Labels: s.Metric, Value: v})
+	}
+	return out, nil
+}
+
+// PromRange is one series of a range query: its labels and its points.
+type PromRange struct {
+	Labels map[string]string
+	Points []PromPoint
+}
+
+// PromPoint is one sample of a range query.
+type PromPoint struct {
+	At    time.Time
+	Value float64
+}
+
+// QueryRange runs a range query from from to to, a point every step.
+func (p *Prometheus) QueryRange(ctx context.Context, expr string, from, to time.Time, step time.Duration) ([]PromRange, error) {
+	var result []struct {
+		Metric map[string]string `json:"metric"`
+		Values [][2]any          `json:"values"`
+	}
+	q := fmt.Sprintf("/api/v1/query_range?query=%s&start=%d&end=%d&step=%s", url.QueryEscape(expr), from.Unix(), to.Unix(), promDuration(step))
+	if err := p.api(ctx, q, expr, &result); err != nil {
+		return nil, err
+	}
+	out := make([]PromRange, 0, len(result))
+	for _, s := range result {
+		r := PromRange{Labels: s.Metric}
+		for _, v := range s.Values {
+			ts, _ := v[0].(float64)
+			str, _ := v[1].(string)
+			f, err := strconv.ParseFloat(str, 64)
+			if err != nil {
+				continue
+			}
+			r.Points = append(r.Points, PromPoint{At: time.Unix(0, int64(ts*1e9)), Value: f})
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// api GETs path from the HTTP API and decodes its data.result into result, or
+// returns the error Prometheus answered (expr names the query in it).
+func (p *Prometheus) api(ctx context.Context, path, expr string, result any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+path, http.NoBody)
+	if err != nil {
+		return err
 	}
 	resp, err := p.Client.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var r struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
+			Result json.RawMessage `json:"result"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("query %q: %w: %s", expr, err, body)
+		return fmt.Errorf("query %q: %w: %s", expr, err, body)
 	}
 	if r.Status != "success" {
-		return nil, fmt.Errorf("query %q: %s", expr, r.Error)
+		return fmt.Errorf("query %q: %s", expr, r.Error)
 	}
-	out := make([]PromSample, 0, len(r.Data.Result))
-	for _, s := range r.Data.Result {
-		v, _ := s.Value[1].(string)
-		out = append(out, PromSample{Labels: s.Metric, Value: v})
+	if err := json.Unmarshal(r.Data.Result, result); err != nil {
+		return fmt.Errorf("query %q: %w", expr, err)
 	}
-	return out, nil
+	return nil
 }
 
 // WaitForQuery polls an instant query until it returns at least one series, so a

@@ -5,15 +5,12 @@
 package cluster
 
 import (
-	"encoding/json"
-	"fmt"
+	"context"
 	"image/color"
 	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +20,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
 // dashboardPanel is one panel of a shipped dashboard, its queries with the
@@ -34,39 +33,17 @@ type dashboardPanel struct {
 
 type panelQuery struct{ expr, legend string }
 
-// shippedPanels reads every panel of deploy/components/dashboards, with vars
+// shippedPanels are the panels of deploy/components/dashboards, with vars
 // replacing Grafana's variables in each query.
 func shippedPanels(t *testing.T, vars *strings.Replacer) []dashboardPanel {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "components", "dashboards", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no dashboards (%v)", err)
-	}
 	var out []dashboardPanel
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, p := range manifest.DashboardPanels(t) {
+		dp := dashboardPanel{dashboard: p.Dashboard, title: p.Title}
+		for _, q := range p.Targets {
+			dp.queries = append(dp.queries, panelQuery{vars.Replace(q.Expr), q.Legend})
 		}
-		var d struct {
-			Panels []struct {
-				Title   string `json:"title"`
-				Targets []struct {
-					Expr   string `json:"expr"`
-					Legend string `json:"legendFormat"`
-				} `json:"targets"`
-			} `json:"panels"`
-		}
-		if err := json.Unmarshal(raw, &d); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, p := range d.Panels {
-			dp := dashboardPanel{dashboard: strings.TrimSuffix(filepath.Base(f), ".json"), title: p.Title}
-			for _, q := range p.Targets {
-				dp.queries = append(dp.queries, panelQuery{vars.Replace(q.Expr), q.Legend})
-			}
-			out = append(out, dp)
-		}
+		out = append(out, dp)
 	}
 	return out
 }
@@ -78,39 +55,21 @@ type rangeSeries struct {
 }
 
 func (p *prometheus) queryRange(q panelQuery, from, to time.Time, step time.Duration) ([]rangeSeries, error) {
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	u := fmt.Sprintf("%s/api/v1/query_range?query=%s&start=%d&end=%d&step=%ds", p.url, url.QueryEscape(q.expr),
-		from.Unix(), to.Unix(), int(step.Seconds()))
-	if err := getJSON(u, &r); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	result, err := p.api().QueryRange(ctx, q.expr, from, to, step)
+	if err != nil {
 		return nil, err
 	}
-	if r.Status != "success" {
-		return nil, fmt.Errorf("%s", r.Error)
-	}
 	var out []rangeSeries
-	for _, s := range r.Data.Result {
+	for _, s := range result {
 		legend := q.legend
-		for k, v := range s.Metric {
+		for k, v := range s.Labels {
 			legend = strings.ReplaceAll(legend, "{{"+k+"}}", v)
 		}
 		rs := rangeSeries{legend: strings.TrimSpace(legend)}
-		for _, v := range s.Values {
-			ts, _ := v[0].(float64)
-			str, _ := v[1].(string)
-			y, err := strconv.ParseFloat(str, 64)
-			if err != nil {
-				continue
-			}
-			rs.points = append(rs.points, plotter.XY{X: ts - float64(from.Unix()), Y: y})
+		for _, pt := range s.Points {
+			rs.points = append(rs.points, plotter.XY{X: pt.At.Sub(from).Seconds(), Y: pt.Value})
 		}
 		out = append(out, rs)
 	}

@@ -9,7 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/url"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
 
@@ -365,68 +366,48 @@ func kubectlJSON(t *testing.T, v any, args ...string) error {
 // query returns the series of an instant query, each as its labels.
 func (p *prometheus) query(t *testing.T, q string) []map[string]string {
 	t.Helper()
-	var r struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := getJSON(p.url+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+	res, err := p.api().Query(context.Background(), q)
+	if err != nil {
 		return nil
 	}
 	var out []map[string]string
-	for _, s := range r.Data.Result {
-		out = append(out, s.Metric)
+	for _, s := range res {
+		out = append(out, s.Labels)
 	}
 	return out
+}
+
+// api is the HTTP API client internal/e2e's Prometheus tests use.
+func (p *prometheus) api() *e2e.Prometheus {
+	return &e2e.Prometheus{URL: p.url, Client: &http.Client{Timeout: 30 * time.Second}}
 }
 
 // value is the first sample of an instant query, and whether there was one.
 func (p *prometheus) value(t *testing.T, q string) (float64, bool) {
 	t.Helper()
-	var r struct {
-		Data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := getJSON(p.url+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil || len(r.Data.Result) == 0 {
+	res, err := p.api().Query(context.Background(), q)
+	if err != nil || len(res) == 0 {
 		return 0, false
 	}
-	s, _ := r.Data.Result[0].Value[1].(string)
-	v, err := strconv.ParseFloat(s, 64)
+	v, err := strconv.ParseFloat(res[0].Value, 64)
 	return v, err == nil
 }
 
 // series runs an instant query and returns each series it answers as its labels
 // and value, or the error Prometheus gave.
 func (p *prometheus) series(q string) ([]string, error) {
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := getJSON(p.url+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+	res, err := p.api().Query(context.Background(), q)
+	if err != nil {
 		return nil, err
 	}
-	if r.Status != "success" {
-		return nil, fmt.Errorf("%s", r.Error)
-	}
 	var out []string
-	for _, s := range r.Data.Result {
+	for _, s := range res {
 		var lbls []string
-		for k, v := range s.Metric {
+		for k, v := range s.Labels {
 			lbls = append(lbls, k+"="+v)
 		}
 		slices.Sort(lbls)
-		out = append(out, fmt.Sprintf("{%s} %v", strings.Join(lbls, ","), s.Value[1]))
+		out = append(out, fmt.Sprintf("{%s} %s", strings.Join(lbls, ","), s.Value))
 	}
 	return out, nil
 }

@@ -5,9 +5,6 @@
 package deploy_test
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,32 +22,11 @@ var grafanaVariables = strings.NewReplacer("$__rate_interval", "1m", "$namespace
 // those the shipped recording rules write, as for the alerts. The component renders them as
 // ConfigMaps Grafana's sidecar loads.
 func TestDashboardQueries(t *testing.T) {
-	files, err := filepath.Glob(manifest.Dir("components", "dashboards", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no dashboards in deploy/components/dashboards (%v)", err)
-	}
 	type target struct{ where, expr string }
 	var targets []target
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d struct {
-			Panels []struct {
-				Title   string `json:"title"`
-				Targets []struct {
-					Expr string `json:"expr"`
-				} `json:"targets"`
-			} `json:"panels"`
-		}
-		if err := json.Unmarshal(raw, &d); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, p := range d.Panels {
-			for _, q := range p.Targets {
-				targets = append(targets, target{filepath.Base(f) + ": " + p.Title, grafanaVariables.Replace(q.Expr)})
-			}
+	for _, p := range manifest.DashboardPanels(t) {
+		for _, q := range p.Targets {
+			targets = append(targets, target{p.Dashboard + ".json: " + p.Title, grafanaVariables.Replace(q.Expr)})
 		}
 	}
 	// Our components' series that exist only once what they count has happened (a
