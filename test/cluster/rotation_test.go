@@ -38,14 +38,19 @@ func TestBackendCertificateRotation(t *testing.T) {
 	time.Sleep(5 * time.Second)
 
 	servingBefore := servingSerials(t, p)
-	client := p.backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay"})
-	next := testcerts.NewCA(t, "otelcol-relay-cluster-test-backend-ca-next")
+	// Valid for months, as newPKI's: the install keeps them, and a certificate that
+	// expires within a week fires OtelcolRelayCertificateExpiringSoon in the tests
+	// after this one (TestAlertsFireOnFaults wants none while healthy).
+	now := time.Now()
+	valid := now.Add(90 * 24 * time.Hour)
+	client := p.backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay", NotAfter: valid})
+	next := testcerts.NewCAWithValidity(t, "otelcol-relay-cluster-test-backend-ca-next", now.Add(-time.Hour), valid)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "client.crt"), client.CertPEM)
 	writeFile(t, filepath.Join(dir, "client.key"), client.KeyPEM)
 	writeFile(t, filepath.Join(dir, "ca.crt"), testcerts.Bundle(p.backendCA, next))
 	svc := "otelcol-relay." + relayNS
-	gw := p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc",
+	gw := p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc", NotAfter: valid,
 		DNSNames: []string{"otelcol-relay", svc, svc + ".svc", svc + ".svc.cluster.local"}})
 	writeFile(t, filepath.Join(dir, "gw.crt"), gw.CertPEM)
 	writeFile(t, filepath.Join(dir, "gw.key"), gw.KeyPEM)
