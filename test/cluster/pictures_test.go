@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -48,6 +49,8 @@ func shippedPanels(t *testing.T, vars *strings.Replacer) []dashboardPanel {
 	return out
 }
 
+var unsetLabel = regexp.MustCompile(`\{\{[^}]*\}\}`)
+
 // rangeSeries is one series of a range query: its legend and its points.
 type rangeSeries struct {
 	legend string
@@ -67,7 +70,8 @@ func (p *prometheus) queryRange(q panelQuery, from, to time.Time, step time.Dura
 		for k, v := range s.Labels {
 			legend = strings.ReplaceAll(legend, "{{"+k+"}}", v)
 		}
-		rs := rangeSeries{legend: strings.TrimSpace(legend)}
+		// A label the series lacks shows as nothing, as Grafana shows it.
+		rs := rangeSeries{legend: strings.Join(strings.Fields(unsetLabel.ReplaceAllString(legend, "")), " ")}
 		for _, pt := range s.Points {
 			rs.points = append(rs.points, plotter.XY{X: pt.At.Sub(from).Seconds(), Y: pt.Value})
 		}
