@@ -182,8 +182,8 @@ func TestAlertsFireOnFaults(t *testing.T) {
 
 	// The senders' view: what they had acknowledged and the backend never got is
 	// what it refused.
-	st := l.stop(t, "load", readyBudget)
-	appSt := app.stop(t, "app", readyBudget)
+	st := l.stop(t, "load")
+	appSt := app.stop(t, "app")
 	var sc seqCount
 	var appMissing int64
 	eventually(t, "the backend has every acknowledged number but those it refused", readyBudget, func() string {

@@ -117,7 +117,7 @@ func (l *load) setRate(t *testing.T, perSecond int) {
 // counts. A number the sender had acknowledged and the backend never got is lost.
 func (l *load) finish(t *testing.T, backendIP string) (loadStatus, seqCount) {
 	t.Helper()
-	st := l.stop(t, "load", readyBudget)
+	st := l.stop(t, "load")
 	var sc seqCount
 	var stable int
 	eventually(t, "load "+l.run+": the backend has every number", readyBudget, func() string {
@@ -145,13 +145,13 @@ func (l *load) finish(t *testing.T, backendIP string) (loadStatus, seqCount) {
 
 // stop stops the sender and waits until every chunk it handed out is acknowledged
 // (it retries without limit) and at least one was.
-func (l *load) stop(t *testing.T, role string, budget time.Duration) loadStatus {
+func (l *load) stop(t *testing.T, role string) loadStatus {
 	t.Helper()
 	if err := getJSON("http://"+l.ip+":2020/stop", nil); err != nil {
 		t.Fatal(err)
 	}
 	var st loadStatus
-	eventually(t, role+" "+l.run+": every chunk acknowledged", budget, func() string {
+	eventually(t, role+" "+l.run+": every chunk acknowledged", readyBudget, func() string {
 		if st = l.status(t); st.Pending != 0 || st.Acked == 0 {
 			return fmt.Sprintf("%+v", st)
 		}

@@ -154,7 +154,7 @@ func startApp(t *testing.T, run, url string, rate int) *load {
 // once every number it had acknowledged is there.
 func appRecords(t *testing.T, l *load, backendIP string) []backendRecord {
 	t.Helper()
-	st := l.stop(t, "app", readyBudget)
+	st := l.stop(t, "app")
 	var recs []backendRecord
 	eventually(t, "app "+l.run+": the backend has every number", readyBudget, func() string {
 		got, seen, err := backendAppRecords(backendIP, l.run)
