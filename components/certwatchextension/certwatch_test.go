@@ -395,7 +395,6 @@ func TestTelemetry(t *testing.T) {
 	before := time.Now()
 	e := startExt(t, f.cfg)
 
-	notAfter := func() map[string]int64 { return e.notAfters(t) }
 	lastReload := func() float64 {
 		m, err := e.tel.GetMetric(metricLastReload)
 		require.NoError(t, err)
@@ -404,7 +403,7 @@ func TestTelemetry(t *testing.T) {
 	assert.Equal(t, map[string]int64{
 		"client/" + f.client.Serial():                 f.client.Cert.NotAfter.Unix(),
 		"ca/" + f.serverCA.Cert.SerialNumber.String(): f.serverCA.Cert.NotAfter.Unix(),
-	}, notAfter())
+	}, e.notAfters(t))
 	first := lastReload()
 	assert.GreaterOrEqual(t, first, float64(before.Unix()))
 	assert.Equal(t, int64(0), e.reloads(t, resultSuccess))
@@ -413,8 +412,8 @@ func TestTelemetry(t *testing.T) {
 	kp := f.clientCA.Client(t, testcerts.Options{NotAfter: time.Now().Add(90 * 24 * time.Hour)})
 	testcerts.AtomicWrite(t, f.dir, f.files(f.serverCA.CertPEM, kp))
 	e.waitReloads(t, resultSuccess, 1)
-	assert.Equal(t, kp.Cert.NotAfter.Unix(), notAfter()["client/"+kp.Serial()])
-	assert.NotContains(t, notAfter(), "client/"+f.client.Serial())
+	assert.Equal(t, kp.Cert.NotAfter.Unix(), e.notAfters(t)["client/"+kp.Serial()])
+	assert.NotContains(t, e.notAfters(t), "client/"+f.client.Serial())
 	assert.GreaterOrEqual(t, lastReload(), first)
 }
 
@@ -446,16 +445,15 @@ func TestServerMaterial(t *testing.T) {
 	f.cfg.Server = true
 	e := startExt(t, f.cfg)
 
-	notAfter := func() map[string]int64 { return e.notAfters(t) }
 	assert.Equal(t, map[string]int64{
 		"server/" + serving.Serial():                         serving.Cert.NotAfter.Unix(),
 		"client_ca/" + f.clientCA.Cert.SerialNumber.String(): f.clientCA.Cert.NotAfter.Unix(),
-	}, notAfter())
+	}, e.notAfters(t))
 
 	renewed := f.serverCA.Server(t, testcerts.Options{CommonName: "otelcol-relay.otelcol-relay.svc", NotAfter: time.Now().Add(90 * 24 * time.Hour)})
 	testcerts.AtomicWrite(t, f.dir, f.files(f.clientCA.CertPEM, renewed))
 	e.waitReloads(t, resultSuccess, 1)
-	assert.Equal(t, renewed.Cert.NotAfter.Unix(), notAfter()["server/"+renewed.Serial()])
+	assert.Equal(t, renewed.Cert.NotAfter.Unix(), e.notAfters(t)["server/"+renewed.Serial()])
 
 	_, err := e.GetHTTPRoundTripper(context.Background())
 	require.ErrorContains(t, err, "has server: true: it watches a server's certificates (the receivers') and cannot be an exporter's middleware")

@@ -3,6 +3,7 @@
 package queuestorageextension // import "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"time"
@@ -55,19 +56,9 @@ func (a *itemAges) recovered(index map[string]entry, written func(*segment) time
 		}
 		xi, _ := strconv.ParseUint(x.key, 10, 64)
 		yi, _ := strconv.ParseUint(y.key, 10, 64)
-		return compareUint(xi, yi)
+		return cmp.Compare(xi, yi)
 	})
 	a.fifo = append(found, a.fifo...)
-}
-
-func compareUint(x, y uint64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // oldest is the age of the oldest item live in index, 0 without any. It

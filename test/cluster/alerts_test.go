@@ -107,8 +107,12 @@ func TestAlertsFireOnFaults(t *testing.T) {
 	faults := time.Now()
 	backend("/down?on=true")
 	restoreAgent := breakAgent(t)
-	expiringClientCertificate(t, p)
-	expiringServingCertificate(t, p)
+	// A backend client certificate and a receivers' serving keypair about to
+	// expire, each signed by the CA its peer trusts, so both still work.
+	now := time.Now()
+	replaceTLSSecret(t, p, "otelcol-relay-backend-default-tls", "client", p.backendCA.Client(t,
+		testcerts.Options{CommonName: "otelcol-relay-expiring", NotAfter: now.Add(72 * time.Hour)}))
+	replaceTLSSecret(t, p, "otelcol-relay-receiver-tls", "gw", p.ca.Server(t, relayServing(now.Add(96*time.Hour))))
 	waits := map[string]string{
 		"OtelcolRelayBackendStalled":          "the backend cut off",
 		"OtelcolRelayDeliveryLagging":         "the backend cut off",
@@ -120,7 +124,7 @@ func TestAlertsFireOnFaults(t *testing.T) {
 	waits[servingExpiring] = "the receivers' serving certificate replaced by one expiring in 4 days"
 	fired := map[string]time.Duration{}
 	eventually(t, "each fault's alert fires", 8*time.Minute, func() string {
-		for _, a := range prom.alerts(t) {
+		for _, a := range prom.mustAlerts(t) {
 			name := a.Labels["alertname"]
 			if name == "OtelcolRelayCertificateExpiringSoon" && a.Labels["role"] == "server" {
 				name = servingExpiring
@@ -242,44 +246,21 @@ func breakAgent(t *testing.T) func() {
 	return restore
 }
 
-// expiringClientCertificate gives the relays, with the README's command, a client
-// certificate for the backend that expires in 3 days (the backend's CA signs it,
-// so the backend still takes it), and puts the install's back at the end.
-func expiringClientCertificate(t *testing.T, p *pki) {
+// replaceTLSSecret puts kp into the install's TLS Secret secret with the README's
+// command, from files <name>.crt and <name>.key, and at the end puts back the
+// install's own, the files of that name in p.dir.
+func replaceTLSSecret(t *testing.T, p *pki, secret, name string, kp *testcerts.KeyPair) {
 	t.Helper()
 	dir := t.TempDir()
-	now := time.Now()
-	client := p.backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay-expiring", NotBefore: now.Add(-time.Hour), NotAfter: now.Add(72 * time.Hour)})
-	writeFile(t, filepath.Join(dir, "client.crt"), client.CertPEM)
-	writeFile(t, filepath.Join(dir, "client.key"), client.KeyPEM)
-	replace := func(dir string) {
-		sh(t, dir, []string{"NS=" + relayNS}, `
-kubectl -n $NS create secret tls otelcol-relay-backend-default-tls --cert=client.crt --key=client.key --dry-run=client -o yaml | kubectl apply --server-side --force-conflicts -f -
+	writeFile(t, filepath.Join(dir, name+".crt"), kp.CertPEM)
+	writeFile(t, filepath.Join(dir, name+".key"), kp.KeyPEM)
+	apply := func(dir string) {
+		sh(t, dir, []string{"NS=" + relayNS, "SECRET=" + secret, "NAME=" + name}, `
+kubectl -n $NS create secret tls $SECRET --cert=$NAME.crt --key=$NAME.key --dry-run=client -o yaml | kubectl apply --server-side --force-conflicts -f -
 `)
 	}
-	t.Cleanup(func() { replace(p.dir) })
-	replace(dir)
-}
-
-// expiringServingCertificate gives the relays' receivers a serving keypair that
-// expires in 4 days (the cluster CA signs it, so fluent-bit and the agents still
-// take it), as the README's Secret, and puts the install's back at the end.
-func expiringServingCertificate(t *testing.T, p *pki) {
-	t.Helper()
-	dir := t.TempDir()
-	now := time.Now()
-	svc := "otelcol-relay." + relayNS
-	gw := p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc", NotBefore: now.Add(-time.Hour), NotAfter: now.Add(96 * time.Hour),
-		DNSNames: []string{"otelcol-relay", svc, svc + ".svc", svc + ".svc.cluster.local"}})
-	writeFile(t, filepath.Join(dir, "gw.crt"), gw.CertPEM)
-	writeFile(t, filepath.Join(dir, "gw.key"), gw.KeyPEM)
-	replace := func(dir string) {
-		sh(t, dir, []string{"NS=" + relayNS}, `
-kubectl -n $NS create secret tls otelcol-relay-receiver-tls --cert=gw.crt --key=gw.key --dry-run=client -o yaml | kubectl apply --server-side --force-conflicts -f -
-`)
-	}
-	t.Cleanup(func() { replace(p.dir) })
-	replace(dir)
+	t.Cleanup(func() { apply(p.dir) })
+	apply(dir)
 }
 
 // checkDashboardQueries runs every query of every shipped dashboard panel against

@@ -83,9 +83,7 @@ func newPKI(t *testing.T) *pki {
 		writeFile(t, filepath.Join(dir, name+".crt"), kp.CertPEM)
 		writeFile(t, filepath.Join(dir, name+".key"), kp.KeyPEM)
 	}
-	svc := "otelcol-relay." + relayNS
-	pair("gw", ca.Server(t, testcerts.Options{CommonName: svc + ".svc", NotAfter: valid,
-		DNSNames: []string{"otelcol-relay", svc, svc + ".svc", svc + ".svc.cluster.local"}}))
+	pair("gw", ca.Server(t, relayServing(valid)))
 	pair("agent", ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent", NotAfter: valid}))
 	pair("fluent-bit", ca.Client(t, testcerts.Options{CommonName: "fluent-bit", NotAfter: valid}))
 	pair("client", backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay", NotAfter: valid}))
@@ -98,6 +96,14 @@ func newPKI(t *testing.T) *pki {
 	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc", NotAfter: valid,
 		DNSNames: names, IPs: []net.IP{net.ParseIP("127.0.0.1")}}))
 	return &pki{dir: dir, ca: ca, backendCA: backendCA}
+}
+
+// relayServing is the relays' serving certificate, until notAfter: every name of
+// the Service otelcol-relay in the install's namespace.
+func relayServing(notAfter time.Time) testcerts.Options {
+	svc := "otelcol-relay." + relayNS
+	return testcerts.Options{CommonName: svc + ".svc", NotAfter: notAfter,
+		DNSNames: []string{"otelcol-relay", svc, svc + ".svc", svc + ".svc.cluster.local"}}
 }
 
 // readmeBlock is the first ```sh block after marker in deploy/README.md's section

@@ -418,24 +418,32 @@ type promAlert struct {
 	State  string            `json:"state"`
 }
 
-func (p *prometheus) alerts(t *testing.T) []promAlert {
-	t.Helper()
+// alerts is every alert pending or firing (/api/v1/alerts).
+func (p *prometheus) alerts() ([]promAlert, error) {
 	var r struct {
 		Data struct {
 			Alerts []promAlert `json:"alerts"`
 		} `json:"data"`
 	}
-	if err := getJSON(p.url+"/api/v1/alerts", &r); err != nil {
+	err := getJSON(p.url+"/api/v1/alerts", &r)
+	return r.Data.Alerts, err
+}
+
+// mustAlerts is alerts, failing the test when Prometheus does not answer.
+func (p *prometheus) mustAlerts(t *testing.T) []promAlert {
+	t.Helper()
+	out, err := p.alerts()
+	if err != nil {
 		t.Fatalf("prometheus alerts: %v", err)
 	}
-	return r.Data.Alerts
+	return out
 }
 
 // activeAlerts lists the alerts pending or firing, each as name/pod=state.
 func (p *prometheus) activeAlerts(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, a := range p.alerts(t) {
+	for _, a := range p.mustAlerts(t) {
 		out = append(out, fmt.Sprintf("%s/%s=%s %v", a.Labels["alertname"], a.Labels["pod"], a.State, a.Labels))
 	}
 	return out
@@ -445,7 +453,7 @@ func (p *prometheus) activeAlerts(t *testing.T) []string {
 func (p *prometheus) firing(t *testing.T) map[string]map[string]string {
 	t.Helper()
 	out := map[string]map[string]string{}
-	for _, a := range p.alerts(t) {
+	for _, a := range p.mustAlerts(t) {
 		if a.State == "firing" {
 			out[a.Labels["alertname"]] = a.Labels
 		}
@@ -456,19 +464,12 @@ func (p *prometheus) firing(t *testing.T) map[string]map[string]string {
 // alert is "" when alert name is pending or firing for pod, else why not.
 func (p *prometheus) alert(t *testing.T, name, pod string) string {
 	t.Helper()
-	var r struct {
-		Data struct {
-			Alerts []struct {
-				Labels map[string]string `json:"labels"`
-				State  string            `json:"state"`
-			} `json:"alerts"`
-		} `json:"data"`
-	}
-	if err := getJSON(p.url+"/api/v1/alerts", &r); err != nil {
+	alerts, err := p.alerts()
+	if err != nil {
 		return err.Error()
 	}
 	var active []string
-	for _, a := range r.Data.Alerts {
+	for _, a := range alerts {
 		active = append(active, a.Labels["alertname"]+"/"+a.Labels["pod"]+"="+a.State)
 		if a.Labels["alertname"] == name && a.Labels["pod"] == pod {
 			t.Logf("%s for %s: %s", name, pod, a.State)

@@ -49,9 +49,7 @@ func TestBackendCertificateRotation(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "client.crt"), client.CertPEM)
 	writeFile(t, filepath.Join(dir, "client.key"), client.KeyPEM)
 	writeFile(t, filepath.Join(dir, "ca.crt"), testcerts.Bundle(p.backendCA, next))
-	svc := "otelcol-relay." + relayNS
-	gw := p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc", NotAfter: valid,
-		DNSNames: []string{"otelcol-relay", svc, svc + ".svc", svc + ".svc.cluster.local"}})
+	gw := p.ca.Server(t, relayServing(valid))
 	writeFile(t, filepath.Join(dir, "gw.crt"), gw.CertPEM)
 	writeFile(t, filepath.Join(dir, "gw.key"), gw.KeyPEM)
 	endpoint := strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "configmap", "otelcol-relay-backend-default", "-o", "jsonpath={.data.endpoint}"))
