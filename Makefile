@@ -210,8 +210,10 @@ test-image: image
 ## CHANGELOG section, the binary built here (--version) and every SBOM beside it.
 ## TAG defaults to what git describe says of HEAD; a message names each mismatch.
 TAG ?= $(shell git describe --tags --match 'v*' 2>/dev/null)
+# The SBOMs it checks: the host binary's, and every platform's make cross left.
+RELEASE_CHECK_SBOMS = $(BIN)/otelcol-relay.cdx.json $(wildcard $(BIN)/*_*/otelcol-relay.cdx.json)
 release-check: sbom
-	$(GO) run ./hack/releasecheck -tag '$(TAG)' -binary $(RELAY) $(BIN)/otelcol-relay.cdx.json $(wildcard $(BIN)/*_*/otelcol-relay.cdx.json)
+	$(GO) run ./hack/releasecheck -tag '$(TAG)' -binary $(RELAY) $(RELEASE_CHECK_SBOMS)
 
 ## release: dist/$(VERSION)/ for VERSION=vX.Y.Z, on that tag's clean checkout
 ## (docs/releasing.md): the image for every platform as an OCI layout, each
@@ -220,6 +222,9 @@ release-check: sbom
 ## must pass, and again at the end with the image's labels. Two runs on one
 ## commit write the same files.
 release: TAG = $(VERSION)
+# Before make cross, the platforms' SBOMs are an earlier build's (the previous
+# release's, in the same checkout): the check at the end reads the new ones in dist/.
+release: RELEASE_CHECK_SBOMS = $(BIN)/otelcol-relay.cdx.json
 release: release-check cross
 	./hack/ca-bundle.sh $(BIN)/ca-certificates.crt
 	VERSION='$(VERSION)' REVISION='$(REVISION)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' IMAGE_REPO='$(IMAGE_REPO)' \
