@@ -29,7 +29,7 @@ func DocBlock(doc, heading, marker, lang string) (string, error) {
 		rest = marker + rest
 	}
 	fence := "```" + lang + "\n"
-	_, body, ok := strings.Cut(rest, fence)
+	before, body, ok := strings.Cut(rest, fence)
 	if !ok {
 		return "", fmt.Errorf("section %q: no ```%s block after %q", heading, lang, marker)
 	}
@@ -37,7 +37,17 @@ func DocBlock(doc, heading, marker, lang string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("section %q: the ```%s block after %q is not closed", heading, lang, marker)
 	}
-	return body, nil
+	// A block inside a list item is indented as its fence is: its lines are the
+	// block's without that indentation (CommonMark), so YAML reads as written.
+	indent := before[strings.LastIndex(before, "\n")+1:]
+	if indent == "" || strings.Trim(indent, " ") != "" {
+		return body, nil
+	}
+	lines := strings.Split(strings.TrimRight(body, " "), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, indent)
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // sectionBody cuts s at the first heading of level or above that is not inside a

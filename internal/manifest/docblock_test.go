@@ -31,6 +31,15 @@ resources: [a]
 # my-aks/other.yaml
 x: 1
 ` + "```" + `
+
+## In a list
+
+1. Write it:
+
+   ` + "```yaml" + `
+   resources:
+     - a
+   ` + "```" + `
 `
 
 func TestDocBlock(t *testing.T) {
@@ -46,6 +55,8 @@ func TestDocBlock(t *testing.T) {
 			marker: "# my-aks/other.yaml", lang: "yaml", err: `section "## Install": no "# my-aks/other.yaml"`},
 		{name: "the first heading of the document", heading: "# Title",
 			marker: "```yaml\n# my-aks/other.yaml", lang: "yaml", want: "# my-aks/other.yaml\nx: 1\n"},
+		{name: "a block in a list item loses the fence's indentation", heading: "## In a list",
+			marker: "Write it", lang: "yaml", want: "resources:\n  - a\n"},
 		{name: "no section", heading: "## Uninstall", marker: "x", lang: "sh", err: `no section "## Uninstall"`},
 		{name: "no block of that language", heading: "## Upgrade", marker: "```yaml", lang: "sh",
 			err: "section \"## Upgrade\": no ```sh block after \"```yaml\""},
@@ -63,7 +74,8 @@ func TestDocBlock(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DocBlock(strings.TrimSuffix(doc, "```\n"), "## Upgrade", "```yaml", "yaml"); err == nil ||
+	upToUpgrade := doc[:strings.Index(doc, "\n\n## In a list")+1]
+	if _, err := DocBlock(strings.TrimSuffix(upToUpgrade, "```\n"), "## Upgrade", "```yaml", "yaml"); err == nil ||
 		!strings.Contains(err.Error(), "not closed") {
 		t.Fatalf("an unclosed block: err = %v", err)
 	}
