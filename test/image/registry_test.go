@@ -5,17 +5,14 @@
 package image_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/ocilayout"
 )
 
 // releaseRepoPath is the repository the release is pushed to in the test registry.
@@ -59,44 +56,16 @@ func checkReleasePushed(t *testing.T, layout, tag, digest string) {
 	t.Logf("a changed image pushed under %s moved the tag to %s; %s still serves the release", tag, changedDigest, digest)
 }
 
-// changeOneByte copies the OCI layout at src and changes one byte of its first
-// image's config (a label's value), writing the digests above it anew (manifest,
-// index, index.json) as a registry would see them: a rebuilt or tampered image
-// under the same tag. It returns the copy and its index's digest.
+// changeOneByte is ocilayout.Tamper in a directory of the test's: one byte of the
+// first image's config changed, the digests above it written anew.
 func changeOneByte(t *testing.T, src string) (string, string) {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "changed")
-	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp -a %s %s: %v\n%s", src, dst, err, out)
+	digest, err := ocilayout.Tamper(src, dst)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var top map[string]any
-	must(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dst, "index.json"))), &top))
-	topManifests := top["manifests"].([]any)
-	indexDesc := topManifests[0].(map[string]any)
-	var index map[string]any
-	must(t, json.Unmarshal(blob(t, dst, indexDesc["digest"].(string)), &index))
-	imageDesc := index["manifests"].([]any)[0].(map[string]any)
-	var manifest map[string]any
-	must(t, json.Unmarshal(blob(t, dst, imageDesc["digest"].(string)), &manifest))
-	configDesc := manifest["config"].(map[string]any)
-	config := string(blob(t, dst, configDesc["digest"].(string)))
-	const label = `"org.opencontainers.image.title":"otelcol-relay"`
-	if !strings.Contains(config, label) {
-		t.Fatalf("image config has no %s to change:\n%s", label, config)
-	}
-	config = strings.Replace(config, label, `"org.opencontainers.image.title":"otelcol-relaz"`, 1)
-
-	put := func(desc map[string]any, b []byte) {
-		sum := sha256.Sum256(b)
-		d := "sha256:" + hex.EncodeToString(sum[:])
-		writeBytes(t, filepath.Join(dst, "blobs", "sha256", d[len("sha256:"):]), b)
-		desc["digest"], desc["size"] = d, len(b)
-	}
-	put(configDesc, []byte(config))
-	put(imageDesc, marshal(t, manifest))
-	put(indexDesc, marshal(t, index))
-	writeBytes(t, filepath.Join(dst, "index.json"), marshal(t, top))
-	return dst, indexDesc["digest"].(string)
+	return dst, digest
 }
 
 func skopeo(t *testing.T, args ...string) {
@@ -104,24 +73,5 @@ func skopeo(t *testing.T, args ...string) {
 	out, err := exec.Command("skopeo", args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("skopeo %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-func marshal(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	must(t, err)
-	return b
-}
-
-func writeBytes(t *testing.T, path string, b []byte) {
-	t.Helper()
-	must(t, os.WriteFile(path, b, 0o644))
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }
