@@ -55,14 +55,14 @@ HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
 # own, so the same commit gives the same image digest there (TestRelease).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 TEST_TIMEOUT ?= 60m
-ifneq ($(filter release,$(MAKECMDGOALS)),)
+ifneq ($(filter release sign,$(MAKECMDGOALS)),)
 ifeq ($(shell [[ '$(VERSION)' =~ ^v[0-9]+\.[0-9]+\.[0-9]+$$ ]] && echo ok),)
-$(error make release: VERSION="$(VERSION)" is not a release version: make release VERSION=vX.Y.Z on the checkout of tag vX.Y.Z)
+$(error make $(filter release sign,$(MAKECMDGOALS)): VERSION="$(VERSION)" is not a release version: make release VERSION=vX.Y.Z on the checkout of tag vX.Y.Z)
 endif
 endif
 comma := ,
 
-.PHONY: print-image print-version release-check release build generate check-generate dashboards run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
+.PHONY: print-image print-version release-check release sign build generate check-generate dashboards run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -232,6 +232,15 @@ release: release-check cross
 		CONTAINER_FLAGS='$(CONTAINER_FLAGS)' ./hack/release.sh
 	$(GO) run ./hack/releasecheck -tag '$(VERSION)' -binary $(RELAY) -layout dist/$(VERSION)/image \
 		$(BIN)/otelcol-relay.cdx.json $(wildcard dist/$(VERSION)/sbom-*.cdx.json)
+
+## sign: after the release is pushed to IMAGE_REPO (docs/releasing.md), sign its
+## image index and every platform's image by digest with cosign and COSIGN_KEY,
+## attach each platform's SBOM as a CycloneDX attestation, and verify both with
+## COSIGN_PUB as a user does. COSIGN_PASSWORD is the key's password.
+COSIGN ?= cosign
+sign:
+	VERSION='$(VERSION)' IMAGE_REPO='$(IMAGE_REPO)' COSIGN='$(COSIGN)' COSIGN_KEY='$(COSIGN_KEY)' \
+		COSIGN_PUB='$(COSIGN_PUB)' ./hack/sign.sh
 
 ## print-image, print-version: the image name `make image` tags, and the version in it.
 print-image:

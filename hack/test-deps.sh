@@ -16,6 +16,8 @@ command -v unshare >/dev/null 2>&1 || apt_pkgs+=(util-linux)
 # make test-image: TestRelease copies the release's OCI layout to the reference
 # registry, and back, with skopeo (podman's image library, digests preserved).
 command -v skopeo >/dev/null 2>&1 || apt_pkgs+=(skopeo)
+# make sign (hack/sign.sh), which test/cluster runs, reads the layout's index with jq.
+command -v jq >/dev/null 2>&1 || apt_pkgs+=(jq)
 # The one-node cluster of test/cluster (hack/cluster.sh): bridge CNI, kube-proxy's
 # and kube-router's iptables/ipset/conntrack, busybox for local-path's helper pods.
 [ -x /usr/lib/cni/bridge ] || apt_pkgs+=(containernetworking-plugins)
