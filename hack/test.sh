@@ -116,12 +116,15 @@ suite() {
 		;;
 	e2e | cluster)
 		local -n need="${name}_peers"
-		wait_for "${need[@]}" || rc=$?
-		# The reference registry TestRollingUpgrade's release is pulled from.
-		if [ "$name" = cluster ] && ((rc == 0)); then
+		# The reference registry the releases of test/cluster are pushed to and
+		# pulled from, and cosign, which signs and verifies them: built (or found
+		# cached) while the peers still build, at nice 10, rather than after them.
+		if [ "$name" = cluster ]; then
 			REGISTRY_BIN=$(GO=$GO ./hack/tools.sh registry) || rc=$?
-			export REGISTRY_BIN
+			COSIGN_BIN=$(GO=$GO ./hack/tools.sh cosign) || rc=$?
+			export REGISTRY_BIN COSIGN_BIN
 		fi
+		wait_for "${need[@]}" || rc=$?
 		if ((rc == 0)); then
 			OTELCOL_RELAY_BIN=$RELAY gotest -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		fi

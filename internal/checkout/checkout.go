@@ -121,6 +121,30 @@ func (r *Repo) TagRelease() string {
 	return tag
 }
 
+// NextRelease tags the patch release after the copy's VERSION on a new commit, as
+// step 1 of the procedure prepares a release on a tree that moved on: change (the
+// release's own change, given the copy's directory) first, then VERSION, the image
+// tag, deploy/README.md's `?ref=` and `newTag:`, and a section of CHANGELOG.md and
+// UPGRADING.md for it. TagRelease must have made the copy a repository. It returns
+// the new tag.
+func (r *Repo) NextRelease(change func(dir string)) string {
+	r.t.Helper()
+	old := "v" + r.Version()
+	tag := NextPatch(r.t, r.Version())
+	change(r.Dir)
+	r.write("VERSION", tag[1:]+"\n")
+	r.SetImageTag(tag)
+	const guide = "deploy/README.md"
+	pins := strings.NewReplacer("?ref="+old, "?ref="+tag, "newTag: "+old, "newTag: "+tag)
+	r.write(guide, pins.Replace(r.read(guide)))
+	r.PrependSection("CHANGELOG.md", tag[1:])
+	r.PrependSection("UPGRADING.md", tag[1:])
+	r.Must("git", "add", "-A")
+	r.Must("git", "commit", "-q", "-m", "release "+tag)
+	r.Must("git", "tag", "-a", tag, "-m", tag)
+	return tag
+}
+
 // SetImageTag sets newTag in the copy's image component.
 func (r *Repo) SetImageTag(tag string) {
 	r.t.Helper()

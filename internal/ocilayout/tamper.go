@@ -62,19 +62,19 @@ func Tamper(src, dst string) (string, error) {
 		desc["digest"], desc["size"] = "sha256:"+h, len(b)
 		return os.WriteFile(filepath.Join(dst, "blobs", "sha256", h), b, 0o644)
 	}
-	if err := put(configDesc, []byte(changed)); err != nil {
-		return "", err
+	if perr := put(configDesc, []byte(changed)); perr != nil {
+		return "", perr
 	}
 	for _, step := range []struct {
 		desc map[string]any
 		v    any
 	}{{imageDesc, manifest}, {indexDesc, index}} {
-		b, err := json.Marshal(step.v)
-		if err != nil {
-			return "", err
+		b, merr := json.Marshal(step.v)
+		if merr != nil {
+			return "", merr
 		}
-		if err := put(step.desc, b); err != nil {
-			return "", err
+		if perr := put(step.desc, b); perr != nil {
+			return "", perr
 		}
 	}
 	b, err := json.Marshal(top)

@@ -52,12 +52,12 @@ func TestTamperChangesOneByteAndEveryDigestAbove(t *testing.T) {
 		t.Fatalf("Top(tampered) = %+v, %v; want digest %s under the same tag", top, err, after)
 	}
 	var index struct{ Manifests []Descriptor }
-	if err := ReadBlob(dst, after, &index); err != nil {
-		t.Fatal(err)
+	if rerr := ReadBlob(dst, after, &index); rerr != nil {
+		t.Fatal(rerr)
 	}
 	var image struct{ Config Descriptor }
-	if err := ReadBlob(dst, index.Manifests[0].Digest, &image); err != nil {
-		t.Fatal(err)
+	if rerr := ReadBlob(dst, index.Manifests[0].Digest, &image); rerr != nil {
+		t.Fatal(rerr)
 	}
 	config, err := Blob(dst, image.Config.Digest)
 	if err != nil {

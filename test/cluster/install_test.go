@@ -157,6 +157,18 @@ func install(t *testing.T) *pki {
 			installErr = "the aks install failed (see the first test that failed)"
 		}
 	}()
+	prepareInstall(t)
+	mustKubectl(t, "", "apply", "--server-side", "-k", installOverlay)
+	installState, ok = "aks", true
+	return installPKI
+}
+
+// prepareInstall makes what an install needs before its apply: once for the
+// package the test's PKI, the backend and the aks overlay; then, with whatever
+// install runs removed (its namespaces), the Secrets and ConfigMaps deploy/README.md
+// has a user create, with the README's own commands.
+func prepareInstall(t *testing.T) {
+	t.Helper()
 	if installPKI == nil {
 		installPKI = newPKI(t)
 		startBackend(t, installPKI)
@@ -170,7 +182,7 @@ func install(t *testing.T) *pki {
 		writeTestOverlay(t, overlay, []string{"test/cluster/overlays/aks"},
 			[]string{"deploy/components/backend-default-mtls"}, nil)
 	}
-	if installState == "replaced" {
+	if installState != "" {
 		start := time.Now()
 		mustKubectl(t, "", "delete", "namespace", relayNS, loggingNS, "--ignore-not-found", "--timeout=5m")
 		t.Logf("the install that replaced aks removed in %s", time.Since(start).Round(time.Second))
@@ -181,9 +193,6 @@ func install(t *testing.T) *pki {
 	block := readmeBlock(t, "## What you create before applying", "**By hand.**")
 	block = strings.ReplaceAll(block, "https://otlp.example.com:4318", backendURL)
 	sh(t, installPKI.dir, []string{"TOKEN=cluster-test-token"}, block)
-	mustKubectl(t, "", "apply", "--server-side", "-k", installOverlay)
-	installState, ok = "aks", true
-	return installPKI
 }
 
 // freshInstall is install for a test that judges the install itself: a pod that an

@@ -24,33 +24,54 @@ import (
 // reaches a mirror: the name is never resolved.
 const releaseRegistry = "registry.otelcol-relay.test"
 
-// publishRelease makes a release as docs/releasing.md does (`make release` on a
-// tag, in a throwaway copy of the checkout, for the node's platform) and pushes
-// its OCI layout to the CNCF reference registry (HTTPS, a CA of the test's) with
-// skopeo, digests preserved. The node's containerd trusts that registry through
-// its registry host configuration: a pod naming the image pulls it, nothing is
-// imported with ctr. It returns the image's repository and the release's digest.
-// The registry stops when the test ends; a pod restarted later finds the image
-// already pulled.
+// release is one release makeRelease made and pushed: its tag, the repository
+// its install files name, its image index's digest, and its dist/ directory.
+type release struct{ tag, repo, digest, dist string }
+
+// ref is the image as the release's install files name it.
+func (rel release) ref() string { return rel.repo + "@" + rel.digest }
+
+// publishRelease makes a release as docs/releasing.md does (makeRelease, on a
+// tag of a throwaway copy of the checkout) and pushes it to the CNCF reference
+// registry (HTTPS, a CA of the test's), which the node's containerd trusts
+// through its registry host configuration: a pod naming the image pulls it,
+// nothing is imported with ctr. It returns the image's repository and the
+// release's digest. The registry stops when the test ends; a pod restarted later
+// finds the image already pulled.
 func publishRelease(t *testing.T) (string, string) {
 	t.Helper()
 	r := checkout.Copy(t)
 	tag := r.TagRelease()
-	repo := releaseRegistry + "/otelcol-relay"
-	start := time.Now()
-	r.Must("make", "-s", "release", "VERSION="+tag, "IMAGE_REPO="+repo, "PLATFORMS=linux/"+runtime.GOARCH)
-	layout := filepath.Join(r.Dir, "dist", tag, "image")
-	digest := layoutDigest(t, layout)
-
 	reg := e2e.StartRegistry(t)
-	out, err := exec.Command("skopeo", "copy", "--all", "--preserve-digests", "--dest-cert-dir", reg.CertDir,
-		"oci:"+layout+":"+tag, "docker://"+reg.Host+"/otelcol-relay:"+tag).CombinedOutput()
-	if err != nil {
-		t.Fatalf("skopeo copy to the registry: %v\n%s", err, out)
-	}
+	rel := makeRelease(t, r, tag, reg)
 	registryHosts(t, releaseRegistry, reg)
-	t.Logf("release %s: %s@%s, made and pushed to the registry at %s in %s", tag, repo, digest, reg.Host, time.Since(start).Round(time.Second))
-	return repo, digest
+	return rel.repo, rel.digest
+}
+
+// makeRelease runs `make release` for tag in r, for the node's platform, with the
+// image named releaseRegistry/otelcol-relay, and pushes its OCI layout to reg
+// under the tag with skopeo, digests preserved (the procedure's publish step).
+func makeRelease(t *testing.T, r *checkout.Repo, tag string, reg *e2e.Registry) release {
+	t.Helper()
+	rel := release{tag: tag, repo: releaseRegistry + "/otelcol-relay", dist: filepath.Join(r.Dir, "dist", tag)}
+	start := time.Now()
+	r.Must("make", "-s", "release", "VERSION="+tag, "IMAGE_REPO="+rel.repo, "PLATFORMS=linux/"+runtime.GOARCH)
+	layout := filepath.Join(rel.dist, "image")
+	rel.digest = layoutDigest(t, layout)
+	pushLayout(t, layout, tag, reg)
+	t.Logf("release %s: %s, made and pushed to the registry at %s in %s", tag, rel.ref(), reg.Host, time.Since(start).Round(time.Second))
+	return rel
+}
+
+// pushLayout copies the OCI layout at dir to reg's otelcol-relay:tag, every
+// platform and digest as they are.
+func pushLayout(t *testing.T, dir, tag string, reg *e2e.Registry) {
+	t.Helper()
+	out, err := exec.Command("skopeo", "copy", "--all", "--preserve-digests", "--dest-cert-dir", reg.CertDir,
+		"oci:"+dir+":"+tag, "docker://"+reg.Host+"/otelcol-relay:"+tag).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skopeo copy %s to the registry: %v\n%s", dir, err, out)
+	}
 }
 
 // runsRelease checks that every relay and agent pod runs ref, pulled by its digest.
