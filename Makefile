@@ -107,7 +107,7 @@ test-deps:
 ## test: build once, then every suite against that binary, two lanes side by side
 ## (hack/test.sh says which, and why); the Kubernetes peers build in the background
 ## while the suites that need none run. Each suite alone: make unit, deploy,
-## reliability, e2e, cluster; RUN=<regexp> runs the tests it matches, and
+## reliability, e2e, cluster, test-image (the image suite); RUN=<regexp> runs the tests it matches, and
 ## TEST_FLAGS adds go test flags (-v), <SUITE>_FLAGS one suite's (CLUSTER_FLAGS=-shuffle=on).
 ## test/README.md says what each proves.
 SUITES := unit deploy reliability e2e cluster
@@ -203,7 +203,7 @@ test-image: image
 	REGISTRY_BIN=$$(GO=$(GO) ./hack/tools.sh registry) && \
 	OTELCOL_RELAY_BIN=$(RELAY) RELAY_IMAGE=$(IMAGE) RELAY_CONTAINER=$(CONTAINER) REGISTRY_BIN=$$REGISTRY_BIN \
 		RELAY_PLATFORMS="$(PLATFORMS)" RELAY_VERSION=$(VERSION) \
-		$(GO) test -tags image -count=1 -timeout 15m -v ./test/image/
+		$(GO) test -tags image -count=1 -timeout 15m -v $(if $(RUN),-run '$(RUN)') $(TEST_FLAGS) ./test/image/
 
 ## release-check: that a release tag's artifacts name one version (docs/releasing.md):
 ## the tag, VERSION and the image tag in deploy/components/image at the tag, its

@@ -7,16 +7,18 @@
 #   reliability  test/reliability, tag reliability the binary, root for memory cgroups
 #   e2e          test/e2e, tag e2e                the binary, etcd and kube-apiserver
 #   cluster      test/cluster, tag cluster        every peer of hack/kube-peers.sh cluster, root
+#   image        test/image, tag image            make test-image: the image for every
+#                                                 platform (podman), skopeo, the registry
 #
 # `all` runs them in two lanes side by side, because most of a suite's time is spent
 # waiting on servers and a cluster, which leaves a core idle: lane 1 is unit,
-# reliability and e2e; lane 2 is deploy and then cluster. On a cold machine the
+# reliability, e2e and image; lane 2 is deploy and then cluster. On a cold machine the
 # Kubernetes peers build in the background at the lowest priority, e2e starts once
 # etcd and kube-apiserver are in bin/ and cluster once every peer is. A suite that
 # fails stops nothing else; the script exits non-zero if any failed and prints each
 # suite's minutes at the end.
 #
-# Usage: hack/test.sh [all|unit|deploy|reliability|e2e|cluster]...
+# Usage: hack/test.sh [all|unit|deploy|reliability|e2e|cluster|image]...
 # Environment: GO, RELAY (the binary), BUILDTAGS, TEST_TIMEOUT, RUN (a -run regexp), TEST_FLAGS
 # (more go test flags for every suite, e.g. -v), and <SUITE>_FLAGS for one suite only
 # (UNIT_FLAGS=-race, CLUSTER_FLAGS=-shuffle=on: what CI sets). COMPILE_GOGC applies
@@ -129,8 +131,13 @@ suite() {
 			OTELCOL_RELAY_BIN=$RELAY gotest -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		fi
 		;;
+	image)
+		# The Makefile's target: it builds the image (make image: make cross, every
+		# PLATFORMS) and the registry, and passes the image's name and version.
+		make -s test-image RUN= TEST_FLAGS="${flags[*]}" || rc=$?
+		;;
 	*)
-		echo "test: unknown suite $name (all, unit, deploy, reliability, e2e, cluster)" >&2
+		echo "test: unknown suite $name (all, unit, deploy, reliability, e2e, cluster, image)" >&2
 		return 2
 		;;
 	esac
@@ -158,7 +165,7 @@ if [ "${suites[*]}" = all ]; then
 	# Lane 2's lines are marked, since the two lanes' output interleaves.
 	lane deploy cluster > >(sed -u 's/^/[lane 2] /') 2>&1 &
 	lane2=$!
-	lane unit reliability e2e || rc=1
+	lane unit reliability e2e image || rc=1
 	wait "$lane2" || rc=1
 else
 	lane "${suites[@]}" || rc=1
