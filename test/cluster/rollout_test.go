@@ -87,7 +87,12 @@ images:
   - name: %s
     %s
 patches:
-  - target: {kind: HorizontalPodAutoscaler, name: otelcol-relay}
+%s`, filepath.ToSlash(rel), imageName(t), image, twoReplicasPatch)))
+}
+
+// twoReplicasPatch is a kustomization's `patches:` entry that pins the HPA at
+// two replicas, as pinTwoRelays does with kubectl patch.
+const twoReplicasPatch = `  - target: {kind: HorizontalPodAutoscaler, name: otelcol-relay}
     patch: |-
       - op: replace
         path: /spec/minReplicas
@@ -95,8 +100,7 @@ patches:
       - op: replace
         path: /spec/maxReplicas
         value: 2
-`, filepath.ToSlash(rel), imageName(t), image)))
-}
+`
 
 // rollout applies change and waits for the StatefulSet's rolling update, checking
 // that every pod was replaced and that each old one drained and exited 0.

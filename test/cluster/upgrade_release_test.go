@@ -251,15 +251,7 @@ patches:
       kind: StatefulSet
       metadata: {name: otelcol-relay}
       spec: {template: {spec: {containers: [{name: otelcol-relay, env: [{name: %s, value: %s}]}]}}}
-  - target: {kind: HorizontalPodAutoscaler, name: otelcol-relay}
-    patch: |-
-      - op: replace
-        path: /spec/minReplicas
-        value: 2
-      - op: replace
-        path: /spec/maxReplicas
-        value: 2
-`, name, value)
+%s`, name, value, twoReplicasPatch)
 	writeFile(t, filepath.Join(dir, "kustomization.yaml"), []byte(k))
 }
 
