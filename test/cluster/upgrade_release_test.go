@@ -132,9 +132,11 @@ func TestUpgradeBetweenReleases(t *testing.T) {
 	prepareInstall(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 	start := time.Now()
-	if out, err := verifyThenApply(first, pushed+"@"+first.digest); err != nil {
+	out, err = verifyThenApply(first, pushed+"@"+first.digest)
+	if err != nil {
 		t.Fatalf("the install steps for %s: %v\n%s", first.ref(), err, out)
 	}
+	t.Logf("the install steps for %s@%s:\n%s", pushed, first.digest, out)
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
 	waitRelays(t, 2)
@@ -177,7 +179,7 @@ func TestUpgradeBetweenReleases(t *testing.T) {
 		ends[name] = watchEnd(t, name)
 	}
 	start = time.Now()
-	if out, err := verifyThenApply(second, pushed+"@"+second.digest); err != nil {
+	if out, err = verifyThenApply(second, pushed+"@"+second.digest); err != nil {
 		t.Fatalf("the install steps for %s: %v\n%s", second.ref(), err, out)
 	}
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "statefulset/otelcol-relay", "--timeout=10m")
