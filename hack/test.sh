@@ -43,9 +43,16 @@ cluster_peers=(etcd kube-apiserver kubelet kube-proxy kube-scheduler kube-contro
 	containerd containerd-shim-runc-v2 ctr coredns metrics-server local-path-provisioner kube-router
 	cert-manager-controller trust-manager)
 
+# The background builds, each a job of its own (set -m) so that its go builds stop
+# as one group when this exits.
+peers= tools=
+stop_builds() {
+	local j
+	for j in $peers $tools; do kill -- -"$j" 2>/dev/null || true; done
+}
+trap stop_builds EXIT
+
 # start_peers: build what is missing of the cluster's peers in the background, once.
-# A job of its own (set -m) so that its go builds stop as one group when this exits.
-peers=
 start_peers() {
 	local f
 	[ -n "$peers" ] && return
@@ -55,10 +62,42 @@ start_peers() {
 			hack/kube-peers.sh cluster >"$log" 2>&1 &
 			peers=$!
 			set +m
-			trap 'kill -- -"$peers" 2>/dev/null || true' EXIT
 			return
 		fi
 	done
+}
+
+# start_tools: build (or find cached) what test/cluster runs besides the peers, in
+# the background, once: the reference registry its releases are pushed to and
+# pulled from, and cosign, which signs and verifies them. They are on the cluster
+# suite's path as the peers are, so they build beside the peers and at nice 0, not
+# after them: at nice 10 behind the peers and the suites, a cold CI run started
+# test/cluster 8 minutes after its peers were done. Each path goes to bin/.NAME-bin.
+start_tools() {
+	[ -n "$tools" ] && return
+	rm -f bin/.registry-bin bin/.cosign-bin
+	set -m
+	(
+		for t in registry cosign; do
+			TOOLS_NICE=0 GO=$GO ./hack/tools.sh "$t" >"bin/.$t-bin.tmp" && mv "bin/.$t-bin.tmp" "bin/.$t-bin" || exit 1
+		done
+	) >bin/tools.log 2>&1 &
+	tools=$!
+	set +m
+}
+
+# wait_tools: until start_tools's job has ended; exports REGISTRY_BIN and COSIGN_BIN.
+wait_tools() {
+	local start=$SECONDS
+	while kill -0 "$tools" 2>/dev/null; do sleep 5; done
+	sed 's/^/  /' bin/tools.log
+	if [ ! -s bin/.registry-bin ] || [ ! -s bin/.cosign-bin ]; then
+		echo "test: hack/tools.sh registry or cosign failed (log above)" >&2
+		return 1
+	fi
+	REGISTRY_BIN=$(cat bin/.registry-bin) COSIGN_BIN=$(cat bin/.cosign-bin)
+	export REGISTRY_BIN COSIGN_BIN
+	echo "test: waited $((SECONDS - start))s for the registry and cosign"
 }
 
 # wait_for FILE...: until each is in bin/ (kube-peers.sh moves a binary in only once
@@ -118,15 +157,10 @@ suite() {
 		;;
 	e2e | cluster)
 		local -n need="${name}_peers"
-		# The reference registry the releases of test/cluster are pushed to and
-		# pulled from, and cosign, which signs and verifies them: built (or found
-		# cached) while the peers still build, at nice 10, rather than after them.
-		if [ "$name" = cluster ]; then
-			REGISTRY_BIN=$(GO=$GO ./hack/tools.sh registry) || rc=$?
-			COSIGN_BIN=$(GO=$GO ./hack/tools.sh cosign) || rc=$?
-			export REGISTRY_BIN COSIGN_BIN
-		fi
 		wait_for "${need[@]}" || rc=$?
+		if [ "$name" = cluster ]; then
+			wait_tools || rc=$?
+		fi
 		if ((rc == 0)); then
 			OTELCOL_RELAY_BIN=$RELAY gotest -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		fi
@@ -159,6 +193,7 @@ suites=("$@")
 ((${#suites[@]})) || suites=(all)
 for s in "${suites[@]}"; do
 	case $s in e2e | cluster | all) start_peers ;; esac
+	case $s in cluster | all) start_tools ;; esac
 done
 rc=0
 if [ "${suites[*]}" = all ]; then

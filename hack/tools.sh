@@ -9,7 +9,8 @@
 # only thing printed there; progress goes to stderr).
 #
 # Usage: hack/tools.sh golangci-lint|govulncheck|indexdb|registry|cosign
-#        (BIN=dir to install elsewhere, GO=go command)
+#        (BIN=dir to install elsewhere, GO=go command, TOOLS_NICE=the compile's
+#        niceness, default 10)
 # registry is the CNCF reference registry from hack/registry.go, built in a module
 # of its own that requires only distribution/v3 at the version below; its path
 # ends in that version and a hash of the file. cosign is cosign's own main from
@@ -54,12 +55,12 @@ install() {
 			GOTOOLCHAIN=$("$root/hack/project-toolchain.sh")
 			export GOTOOLCHAIN GOGC=${GOGC:-400} GOBIN="$work/bin" GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false" GOWORK=off
 			if [ -z "$main" ]; then
-				nice -n 10 "$go" install "$pkg@$module_version" >&2
+				nice -n "${TOOLS_NICE:-10}" "$go" install "$pkg@$module_version" >&2
 			else
 				"$go" mod init "tools/$name" >&2
 				sed '/^\/\/go:build ignore$/d' "$root/hack/$main" >main.go
 				"$go" get "$pkg@$module_version" >&2
-				nice -n 10 "$go" build -o "$work/bin/$name" . >&2
+				nice -n "${TOOLS_NICE:-10}" "$go" build -o "$work/bin/$name" . >&2
 			fi
 		) || { rm -rf "$work"; return 1; }
 		# A copy then a rename, so a concurrent run never sees half a binary.
