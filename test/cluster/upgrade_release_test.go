@@ -110,22 +110,7 @@ func TestUpgradeBetweenReleases(t *testing.T) {
 		return string(out), err
 	}
 
-	// An image changed by one byte under the second release's tag: the steps stop
-	// at its verification, and nothing is applied.
-	changed := filepath.Join(t.TempDir(), "tampered")
-	tampered, err := ocilayout.Tamper(filepath.Join(second.dist, "image"), changed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pushLayout(t, changed, second.tag, reg)
-	out, err := verifyThenApply(second, pushed+":"+second.tag)
-	t.Logf("the install steps for %s:%s, an image changed by one byte (%s): %v\n%s", pushed, second.tag, tampered, err, out)
-	if err == nil || !strings.Contains(out, "no signatures found") {
-		t.Errorf("the install steps passed, or failed for another reason than the signature, for an image changed by one byte")
-	}
-	if strings.Contains(out, "serverside-applied") {
-		t.Errorf("the install steps applied the install after a failed verification:\n%s", out)
-	}
+	tamperedStops(t, second, reg, func(image string) (string, error) { return verifyThenApply(second, image) })
 
 	// The first release, installed.
 	installState = "replaced" // from here on, what runs is not the aks install
@@ -135,15 +120,15 @@ func TestUpgradeBetweenReleases(t *testing.T) {
 	// object (a server-side dry run; the node's 2 CPUs hold one relay at the
 	// shipped request, so the pods run from the kustomization below).
 	for _, name := range []string{"relay", "aks"} {
-		out := mustKubectl(t, "", "apply", "--server-side", "--dry-run=server", "-f", filepath.Join(first.dist, "install-"+name+".yaml"))
-		n := strings.Count(out, "serverside-applied")
+		dry := mustKubectl(t, "", "apply", "--server-side", "--dry-run=server", "-f", filepath.Join(first.dist, "install-"+name+".yaml"))
+		n := strings.Count(dry, "serverside-applied")
 		t.Logf("kubectl apply --server-side --dry-run=server -f install-%s.yaml: %d objects taken", name, n)
 		if n == 0 {
-			t.Errorf("kubectl apply --dry-run=server -f install-%s.yaml applied nothing:\n%s", name, out)
+			t.Errorf("kubectl apply --dry-run=server -f install-%s.yaml applied nothing:\n%s", name, dry)
 		}
 	}
 	start := time.Now()
-	out, err = verifyThenApply(first, pushed+"@"+first.digest)
+	out, err := verifyThenApply(first, pushed+"@"+first.digest)
 	if err != nil {
 		t.Fatalf("the install steps for %s: %v\n%s", first.ref(), err, out)
 	}
@@ -157,8 +142,8 @@ func TestUpgradeBetweenReleases(t *testing.T) {
 	l := startLoad(t, "releases", 1000, 2)
 	eventually(t, "the backend has 5000 records from the first release", readyBudget, func() string {
 		var sc seqCount
-		if err := getJSON(fmt.Sprintf("http://%s:8080/seq?run=%s&upto=%d", backendIP, l.run, 5000), &sc); err != nil {
-			return err.Error()
+		if gerr := getJSON(fmt.Sprintf("http://%s:8080/seq?run=%s&upto=%d", backendIP, l.run, 5000), &sc); gerr != nil {
+			return gerr.Error()
 		}
 		if sc.Distinct < 5000 {
 			return fmt.Sprintf("%+v", sc)
@@ -168,15 +153,15 @@ func TestUpgradeBetweenReleases(t *testing.T) {
 
 	// The backend goes down; what the relays acknowledge from here waits in their
 	// queues, and the load stops so that the upgrade finds them holding it.
-	if err := getJSON("http://"+backendIP+":8080/down?on=true", nil); err != nil {
+	if err = getJSON("http://"+backendIP+":8080/down?on=true", nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = getJSON("http://"+backendIP+":8080/down?on=false", nil) })
 	// The queues count bytes (sizer: bytes); 1 MiB is about a thousand records.
 	eventually(t, "both relays queue 1 MiB", readyBudget, func() string {
 		for n, p := range relayPods(t) {
-			if v, err := selfMetric(p.ip, "otelcol_exporter_queue_size"); err != nil || v < 1<<20 {
-				return fmt.Sprintf("%s: %v bytes queued (%v)", n, v, err)
+			if v, merr := selfMetric(p.ip, "otelcol_exporter_queue_size"); merr != nil || v < 1<<20 {
+				return fmt.Sprintf("%s: %v bytes queued (%v)", n, v, merr)
 			}
 		}
 		return ""
@@ -233,6 +218,28 @@ func TestUpgradeBetweenReleases(t *testing.T) {
 	}
 	t.Logf("across the upgrade: %d acknowledged, %d received, %d missing, %d duplicates", st.Acked, sc.Distinct, sc.Missing, sc.Duplicates)
 	queuesEmpty(t)
+}
+
+// tamperedStops pushes rel's image changed by one byte under rel's tag and runs
+// the install steps (steps, given the image a user names) for that tag: they must
+// stop at cosign's verification, naming no signature, and apply nothing.
+func tamperedStops(t *testing.T, rel release, reg *e2e.Registry, steps func(image string) (string, error)) {
+	t.Helper()
+	changed := filepath.Join(t.TempDir(), "tampered")
+	digest, err := ocilayout.Tamper(filepath.Join(rel.dist, "image"), changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushLayout(t, changed, rel.tag, reg)
+	image := reg.Host + "/otelcol-relay:" + rel.tag
+	out, err := steps(image)
+	t.Logf("the install steps for %s, an image changed by one byte (%s): %v\n%s", image, digest, err, out)
+	if err == nil || !strings.Contains(out, "no signatures found") {
+		t.Errorf("the install steps passed, or failed for another reason than the signature, for an image changed by one byte")
+	}
+	if strings.Contains(out, "serverside-applied") {
+		t.Errorf("the install steps applied the install after a failed verification:\n%s", out)
+	}
 }
 
 // writeReleaseKustomization writes dir/kustomization.yaml: the one of
