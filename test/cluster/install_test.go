@@ -185,7 +185,7 @@ func prepareInstall(t *testing.T) {
 	if installState != "" {
 		start := time.Now()
 		mustKubectl(t, "", "delete", "namespace", relayNS, loggingNS, "--ignore-not-found", "--timeout=5m")
-		t.Logf("the install that replaced aks removed in %s", time.Since(start).Round(time.Second))
+		t.Logf("the install that ran removed in %s", time.Since(start).Round(time.Second))
 	}
 	// The README's commands, verbatim but for the example endpoint and the token.
 	// The by-hand path: dev-certs.sh makes its own CA, and the test needs the CA's key

@@ -39,7 +39,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if relayEnvNow(t)["RELAY_OTLP_TLS_RELOAD_INTERVAL"] == reload {
 		reload = "9s"
 	}
-	rollout(t, "config change", func() {
+	rollout(t, "config change", drainedLog, func() {
 		mustKubectl(t, "", "-n", relayNS, "set", "env", "statefulset/otelcol-relay", "-c", "otelcol-relay",
 			"RELAY_OTLP_TLS_RELOAD_INTERVAL="+reload, drainTimeout)
 	})
@@ -49,7 +49,7 @@ func TestRollingUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	writeMyAKSImage(t, filepath.Join(dir, "my-aks"), "newName: "+repo+"\n    digest: "+digest)
 	ref := repo + "@" + digest
-	rollout(t, "release "+ref+" (kubectl apply -k my-aks)", func() {
+	rollout(t, "release "+ref+" (kubectl apply -k my-aks)", drainedLog, func() {
 		sh(t, dir, nil, docBlock(t, "deploy/docs/upgrade.md", "## A new release, or a changed config", "apply your kustomization as you installed it"))
 	})
 	mustKubectl(t, "", "-n", relayNS, "rollout", "status", "daemonset/otelcol-relay-agent", "--timeout=5m")
@@ -103,8 +103,9 @@ const twoReplicasPatch = `  - target: {kind: HorizontalPodAutoscaler, name: otel
 `
 
 // rollout applies change and waits for the StatefulSet's rolling update, checking
-// that every pod was replaced and that each old one drained and exited 0.
-func rollout(t *testing.T, what string, change func()) {
+// that every pod was replaced and that each old one's drain ended as drain says
+// (podEnd.check) and it exited 0. It returns the new pods.
+func rollout(t *testing.T, what, drain string, change func()) map[string]relayPod {
 	t.Helper()
 	before := waitRelays(t, 2)
 	ends := map[string]*podEnd{}
@@ -124,8 +125,9 @@ func rollout(t *testing.T, what string, change func()) {
 		}
 	}
 	for name, e := range ends {
-		e.check(t, name+" ("+what+")", 120*time.Second)
+		e.check(t, name+" ("+what+")", 120*time.Second, drain)
 	}
+	return after
 }
 
 // queuesEmpty: every relay's sending queues drain to zero (nothing stranded).
