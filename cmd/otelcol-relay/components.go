@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
 	otelconftelemetry "go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
+	forwardconnector "go.opentelemetry.io/collector/connector/forwardconnector"
 	otlpexporter "go.opentelemetry.io/collector/exporter/otlpexporter"
 	otlphttpexporter "go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	debugexporter "go.opentelemetry.io/collector/exporter/debugexporter"
@@ -18,6 +19,8 @@ import (
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
+	bearertokenauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
+	basicauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/basicauthextension"
 	certwatchextension "github.com/otelcol-relay/otelcol-relay/components/certwatchextension"
 	gomemlimitextension "github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension"
 	admissionextension "github.com/otelcol-relay/otelcol-relay/components/admissionextension"
@@ -29,6 +32,11 @@ import (
 	federationtypesprocessor "github.com/otelcol-relay/otelcol-relay/components/federationtypesprocessor"
 	podidentityprocessor "github.com/otelcol-relay/otelcol-relay/components/podidentityprocessor"
 	attributestoresourceprocessor "github.com/otelcol-relay/otelcol-relay/components/attributestoresourceprocessor"
+	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
+	transformprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor"
+	attributesprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/attributesprocessor"
+	resourceprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/resourceprocessor"
+	redactionprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 	prometheusreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
 	kubeletstatsreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kubeletstatsreceiver"
@@ -59,6 +67,8 @@ func components() (otelcol.Factories, error) {
 		healthcheckextension.NewFactory(),
 		filestorage.NewFactory(),
 		pprofextension.NewFactory(),
+		bearertokenauthextension.NewFactory(),
+		basicauthextension.NewFactory(),
 		certwatchextension.NewFactory(),
 		gomemlimitextension.NewFactory(),
 		admissionextension.NewFactory(),
@@ -71,6 +81,8 @@ func components() (otelcol.Factories, error) {
 		healthcheckextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension v0.165.1",
 		filestorage.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.165.1",
 		pprofextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",
+		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.165.1",
+		basicauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/basicauthextension v0.165.1",
 		certwatchextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		gomemlimitextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		admissionextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
@@ -117,6 +129,11 @@ func components() (otelcol.Factories, error) {
 		federationtypesprocessor.NewFactory(),
 		podidentityprocessor.NewFactory(),
 		attributestoresourceprocessor.NewFactory(),
+		filterprocessor.NewFactory(),
+		transformprocessor.NewFactory(),
+		attributesprocessor.NewFactory(),
+		resourceprocessor.NewFactory(),
+		redactionprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -129,14 +146,21 @@ func components() (otelcol.Factories, error) {
 		federationtypesprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		podidentityprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		attributestoresourceprocessor.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
+		filterprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.165.1",
+		transformprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor v0.165.1",
+		attributesprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/attributesprocessor v0.165.1",
+		resourceprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/resourceprocessor v0.165.1",
+		redactionprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor v0.165.1",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
+		forwardconnector.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
 	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{
+		forwardconnector.NewFactory().Type(): "go.opentelemetry.io/collector/connector/forwardconnector v0.165.0",
 	})
 
 	return factories, nil
