@@ -49,10 +49,17 @@ type backend struct {
 	tls       map[string]any
 	pipelines []string
 	exporter  map[string]any
+	// signals limits the pipelines to those of these types (logs, metrics, traces).
+	signals []string
+	// route and processors give the backend a pipeline of its own (route.go).
+	route      *route
+	processors []string
+	auth       *auth
 }
 
 var backendKeys = map[string]bool{
 	"name": true, "endpoint": true, "protocol": true, "headers": true, "tls": true, "pipelines": true, "exporter": true,
+	"signals": true, "route": true, "processors": true, "auth": true,
 }
 
 // where names the entry in errors: by index, and by name once it has one.
@@ -152,6 +159,34 @@ func parseBackend(i int, raw any) (*backend, error) {
 	}
 	if b.pipelines, err = stringList(m["pipelines"]); err != nil {
 		errs = append(errs, fmt.Errorf("%s: pipelines: %w", b.where(), err))
+	}
+	if b.signals, err = stringList(m["signals"]); err != nil {
+		errs = append(errs, fmt.Errorf("%s: signals: %w", b.where(), err))
+	}
+	for _, sig := range b.signals {
+		if !signalTypes[sig] {
+			errs = append(errs, fmt.Errorf("%s: signals: %q is not a signal (logs, metrics, traces)", b.where(), sig))
+		}
+	}
+	if b.processors, err = stringList(m["processors"]); err != nil {
+		errs = append(errs, fmt.Errorf("%s: processors: %w (ids from the top-level processors map)", b.where(), err))
+	}
+	if r, ok := m["route"]; ok {
+		var rerrs []error
+		b.route, rerrs = parseRoute(b.where(), r)
+		errs = append(errs, rerrs...)
+	}
+	if a, ok := m["auth"]; ok {
+		var aerrs []error
+		b.auth, aerrs = parseAuth(b.where(), a)
+		errs = append(errs, aerrs...)
+		if b.auth != nil {
+			for _, h := range hs {
+				if strings.EqualFold(h, b.auth.header()) {
+					errs = append(errs, fmt.Errorf("%s: headers: %s is also set by auth; keep one of the two", b.where(), h))
+				}
+			}
+		}
 	}
 	if e, ok := m["exporter"]; ok && e != nil {
 		if b.exporter, ok = e.(map[string]any); !ok {

@@ -59,7 +59,7 @@ func (c converter) Convert(_ context.Context, conf *confmap.Conf) error {
 	// Merge from appending lists (confmap.enableMergeAppendOption) or keeping
 	// the removed keys.
 	changed := map[string]any{}
-	for _, k := range []string{BackendsKey, DefaultsKey, "exporters", "extensions", "service", safeconfig.HeaderEnvKey} {
+	for _, k := range []string{BackendsKey, DefaultsKey, "exporters", "extensions", "processors", "connectors", "service", safeconfig.HeaderEnvKey} {
 		conf.Delete(k)
 		if v, ok := cfg[k]; ok {
 			changed[k] = v
@@ -110,32 +110,60 @@ func Expand(cfg map[string]any, lookup func(string) (string, bool)) error {
 		return errors.Join(errs...)
 	}
 
-	exporters := ensureMap(cfg, "exporters")
-	extensions := ensureMap(cfg, "extensions")
-	service := ensureMap(cfg, "service")
-	pipelines, _ := service["pipelines"].(map[string]any)
-	if len(pipelines) == 0 {
+	c := &config{
+		exporters:  ensureMap(cfg, "exporters"),
+		extensions: ensureMap(cfg, "extensions"),
+		service:    ensureMap(cfg, "service"),
+		headerEnvs: ensureMap(cfg, safeconfig.HeaderEnvKey),
+		defaults:   defaults,
+		lookup:     lookup,
+	}
+	c.processors, _ = cfg["processors"].(map[string]any)
+	c.pipelines, _ = c.service["pipelines"].(map[string]any)
+	if len(c.pipelines) == 0 {
 		return errors.New("service::pipelines is empty: the backends need pipelines to be added to")
 	}
-	headerEnvs := ensureMap(cfg, safeconfig.HeaderEnvKey)
-
+	// The pipelines written by hand: a backend's own pipelines never feed another.
+	c.shared = slices.Sorted(maps.Keys(c.pipelines))
 	for _, b := range backends {
-		errs = append(errs, add(b, defaults, exporters, extensions, service, pipelines, headerEnvs, lookup)...)
+		errs = append(errs, c.add(b)...)
 	}
-	if len(headerEnvs) == 0 {
+	if len(c.headerEnvs) == 0 {
 		delete(cfg, safeconfig.HeaderEnvKey)
+	}
+	if len(c.connectors) > 0 {
+		conns := ensureMap(cfg, "connectors")
+		for id, v := range c.connectors {
+			if _, taken := conns[id]; taken {
+				errs = append(errs, fmt.Errorf("connectors::%s is already configured, and the backends with a route or processors of their own need that id", id))
+			}
+			conns[id] = v
+		}
+	}
+	if len(c.newProcessors) > 0 {
+		procs := ensureMap(cfg, "processors")
+		maps.Copy(procs, c.newProcessors)
 	}
 	return errors.Join(errs...)
 }
 
+// config holds the parts of the collector config the expansion writes to.
+type config struct {
+	exporters, extensions, service, pipelines, processors, headerEnvs map[string]any
+	defaults                                                          map[string]any
+	connectors, newProcessors                                         map[string]any
+	shared                                                            []string
+	lookup                                                            func(string) (string, bool)
+}
+
 // add expands one backend into the config's maps.
-func add(b *backend, defaults, exporters, extensions, service, pipelines, headerEnvs map[string]any, lookup func(string) (string, bool)) []error {
+func (c *config) add(b *backend) []error {
 	var errs []error
 	id := b.exporterID()
-	if _, taken := exporters[id]; taken {
+	if _, taken := c.exporters[id]; taken {
 		errs = append(errs, fmt.Errorf("%s: exporters::%s is already configured; remove one of the two", b.where(), id))
 	}
-	exp, _ := deepCopy(defaults).(map[string]any)
+	exp, _ := deepCopy(c.defaults).(map[string]any)
 	if exp == nil {
 		exp = map[string]any{}
 	}
@@ -148,7 +176,7 @@ func add(b *backend, defaults, exporters, extensions, service, pipelines, header
 		record := map[string]any{}
 		for _, h := range b.headers {
 			env := b.headerEnv(h)
-			v, set := lookup(env)
+			v, set := c.lookup(env)
 			switch {
 			case !set:
 				errs = append(errs, fmt.Errorf("%s: headers: %s takes its value from the environment variable %s, which is not set (set it from the backend's Secret)", b.where(), h, env))
@@ -161,17 +189,13 @@ func add(b *backend, defaults, exporters, extensions, service, pipelines, header
 		exp["headers"] = headers
 		// What safeconfigprovider records for a hand-written exporter, so that
 		// safeconfigconverter catches two backends sharing one variable.
-		headerEnvs[id] = record
+		c.headerEnvs[id] = record
 	}
 
 	switch {
 	case b.watchesFiles():
 		cw := b.certwatchID()
-		if _, taken := extensions[cw]; taken {
-			errs = append(errs, fmt.Errorf("%s: extensions::%s is already configured; remove one of the two", b.where(), cw))
-		}
-		extensions[cw] = deepCopy(b.tls)
-		service["extensions"] = appendOnce(service["extensions"], cw)
+		errs = append(errs, c.addExtension(b, cw, deepCopy(b.tls))...)
 		exp["middlewares"] = []any{map[string]any{"id": cw}}
 	case len(b.tls) > 0:
 		exp["tls"] = deepCopy(b.tls)
@@ -181,19 +205,106 @@ func add(b *backend, defaults, exporters, extensions, service, pipelines, header
 		// a backend named plaintext-<name>.
 		exp["tls"] = map[string]any{"insecure": true}
 	}
-	exporters[id] = exp
-
-	targets := b.pipelines
-	if len(targets) == 0 {
-		targets = slices.Sorted(maps.Keys(pipelines))
+	if b.auth != nil {
+		ext := b.auth.extensionID(b.name)
+		errs = append(errs, c.addExtension(b, ext, b.auth.extension())...)
+		exp["auth"] = map[string]any{"authenticator": ext}
 	}
-	for _, p := range targets {
-		pm, ok := pipelines[p].(map[string]any)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s: pipelines: %q is not in service::pipelines (%s)", b.where(), p, strings.Join(slices.Sorted(maps.Keys(pipelines)), ", ")))
+	c.exporters[id] = exp
+
+	targets, terrs := c.targets(b)
+	errs = append(errs, terrs...)
+	if !b.ownPipeline() {
+		for _, p := range targets {
+			pm := c.pipelines[p].(map[string]any)
+			pm["exporters"] = appendOnce(pm["exporters"], id)
+		}
+		return errs
+	}
+	return append(errs, c.addOwnPipelines(b, targets)...)
+}
+
+func (c *config) addExtension(b *backend, id string, cfg any) []error {
+	var errs []error
+	if _, taken := c.extensions[id]; taken {
+		errs = append(errs, fmt.Errorf("%s: extensions::%s is already configured; remove one of the two", b.where(), id))
+	}
+	c.extensions[id] = cfg
+	c.service["extensions"] = appendOnce(c.service["extensions"], id)
+	return errs
+}
+
+// targets are the shared pipelines the backend receives from: those it names
+// (all by default), of the signals it names (all by default).
+func (c *config) targets(b *backend) ([]string, []error) {
+	var errs []error
+	all := c.shared
+	named := b.pipelines
+	if len(named) == 0 {
+		named = all
+	}
+	var out []string
+	for _, p := range named {
+		if _, ok := c.pipelines[p].(map[string]any); !ok || !slices.Contains(c.shared, p) {
+			errs = append(errs, fmt.Errorf("%s: pipelines: %q is not in service::pipelines (%s)", b.where(), p, strings.Join(all, ", ")))
 			continue
 		}
-		pm["exporters"] = appendOnce(pm["exporters"], id)
+		if len(b.signals) > 0 && !slices.Contains(b.signals, pipelineType(p)) {
+			if len(b.pipelines) > 0 {
+				errs = append(errs, fmt.Errorf("%s: pipelines: %q carries %s, which signals (%s) leaves out", b.where(), p, pipelineType(p), strings.Join(b.signals, ", ")))
+			}
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("%s: receives nothing: no pipeline in service::pipelines (%s) carries its signals (%s)", b.where(), strings.Join(all, ", "), strings.Join(b.signals, ", ")))
+	}
+	return out, errs
+}
+
+// addOwnPipelines gives the backend one pipeline per shared pipeline p: p's
+// output through a forward connector, the route's filter, the backend's own
+// processors, its exporter. The collector hands each such pipeline its own copy
+// of the data when a processor in it changes the data, so one backend's
+// processing never changes what another receives.
+func (c *config) addOwnPipelines(b *backend, targets []string) []error {
+	var errs []error
+	var procs []any
+	if b.route != nil {
+		fid := b.routeFilterID()
+		if _, taken := c.processors[fid]; taken {
+			errs = append(errs, fmt.Errorf("%s: processors::%s is already configured, and the route needs that id", b.where(), fid))
+		}
+		if c.newProcessors == nil {
+			c.newProcessors = map[string]any{}
+		}
+		c.newProcessors[fid] = b.route.filterConfig()
+		procs = append(procs, fid)
+	}
+	for _, p := range b.processors {
+		if _, ok := c.processors[p]; !ok {
+			errs = append(errs, fmt.Errorf("%s: processors: %q is not in the top-level processors (%s)", b.where(), p, strings.Join(slices.Sorted(maps.Keys(c.processors)), ", ")))
+		}
+		procs = append(procs, p)
+	}
+	if c.connectors == nil {
+		c.connectors = map[string]any{}
+	}
+	for _, p := range targets {
+		fwd := forwardID(p)
+		c.connectors[fwd] = map[string]any{}
+		pm := c.pipelines[p].(map[string]any)
+		pm["exporters"] = appendOnce(pm["exporters"], fwd)
+		own := b.backendPipelineID(p)
+		if _, taken := c.pipelines[own]; taken {
+			errs = append(errs, fmt.Errorf("%s: service::pipelines::%s is already configured; remove one of the two", b.where(), own))
+		}
+		c.pipelines[own] = map[string]any{
+			"receivers":  []any{fwd},
+			"processors": slices.Clone(procs),
+			"exporters":  []any{b.exporterID()},
+		}
 	}
 	return errs
 }
