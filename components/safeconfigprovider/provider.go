@@ -123,6 +123,7 @@ var credentialParam = regexp.MustCompile(`(?i)^(sig|pwd)$`)
 var secretKeys = map[string]bool{
 	"password": true, "bearer_token": true, "credentials": true, "client_secret": true,
 	"key_pem": true, "token": true, "api_key": true, "secret": true,
+	"tokens": true, // bearertokenauth's list
 }
 
 // authScheme is the literal text allowed before the references of a credential
@@ -155,7 +156,7 @@ func check(doc map[string]any) []error {
 			errs = append(errs, checkURL(path, s)...)
 		}
 	})
-	return errs
+	return append(errs, checkRecordProcessing(doc)...)
 }
 
 // checkHeaders checks a headers map or list (path ends in key, "headers" in
