@@ -123,7 +123,8 @@ var credentialParam = regexp.MustCompile(`(?i)^(sig|pwd)$`)
 var secretKeys = map[string]bool{
 	"password": true, "bearer_token": true, "credentials": true, "client_secret": true,
 	"key_pem": true, "token": true, "api_key": true, "secret": true,
-	"tokens": true, // bearertokenauth's list
+	"tokens":   true, // bearertokenauth's list
+	"hmac_key": true, // redaction's hash key
 }
 
 // authScheme is the literal text allowed before the references of a credential
