@@ -54,8 +54,17 @@ func parseAuth(where string, raw any) (*auth, []error) {
 			}
 		}
 		for f, v := range a.fields {
-			if s, ok := v.(string); !ok || s == "" {
-				errs = append(errs, fmt.Errorf("%s: auth::%s::%s: want a non-empty string", where, k, f))
+			switch t := v.(type) {
+			case int, int64, uint64, float64:
+				// A numeric user name (Grafana Cloud's instance ID) read from
+				// ${env:...} arrives as a number.
+				a.fields[f] = fmt.Sprint(t)
+			case string:
+				if t == "" {
+					errs = append(errs, fmt.Errorf("%s: auth::%s::%s is empty", where, k, f))
+				}
+			default:
+				errs = append(errs, fmt.Errorf("%s: auth::%s::%s: want a string, got %T", where, k, f, v))
 			}
 		}
 	}
