@@ -33,5 +33,5 @@ func checkListMerge(listFiles map[string]any, appendOn bool) error {
 	if appendOn || len(listFiles) < 2 {
 		return nil
 	}
-	return fmt.Errorf("config files %s each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the %s feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=%s", strings.Join(slices.Sorted(maps.Keys(listFiles)), ", "), mergeAppendGate, mergeAppendGate)
+	return fmt.Errorf("config files %s each set lists under service:: (extensions, or pipeline receivers, processors or exporters), and without the %s feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=%s (it appends extensions, receivers and exporters; a processors list is replaced either way, so write a pipeline's whole list)", strings.Join(slices.Sorted(maps.Keys(listFiles)), ", "), mergeAppendGate, mergeAppendGate)
 }

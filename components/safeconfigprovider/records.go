@@ -46,7 +46,11 @@ func checkRecordProcessing(doc map[string]any) []error {
 					if r.Scheme == "env" && !credentialVariable(r.Name) {
 						continue
 					}
-					errs = append(errs, fmt.Errorf("%s reads ${%s:%s}, which looks like a credential: a %s processor writes its values into records sent to the backends; only non-secret environment variables may be read here", path, r.Scheme, r.Name, typ))
+					what := "which looks like a credential"
+					if r.Scheme != "env" {
+						what = "a file (Secrets are mounted as files)"
+					}
+					errs = append(errs, fmt.Errorf("%s reads ${%s:%s}, %s: a %s processor writes its values into records sent to the backends; only non-secret environment variables may be read here", path, r.Scheme, r.Name, what, typ))
 				}
 			})
 		}

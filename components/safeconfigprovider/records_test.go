@@ -34,7 +34,7 @@ func TestRecordProcessingAndAuth(t *testing.T) {
 		{"attributes reads a header variable", `processors: {attributes/x: {actions: [{key: t, value: "${env:OTEL_EXPORTER_CORP_X_SCOPE_ORGID}", action: insert}]}}`,
 			"reads ${env:OTEL_EXPORTER_CORP_X_SCOPE_ORGID}, which looks like a credential"},
 		{"attributes reads a file", `processors: {attributes/x: {actions: [{key: t, value: "${file:/etc/hostname}", action: insert}]}}`,
-			"reads ${file:/etc/hostname}, which looks like a credential"},
+			"reads ${file:/etc/hostname}, a file (Secrets are mounted as files)"},
 		{"k8s_attributes may read env", `processors: {k8s_attributes: {auth_type: "${env:RELAY_K8S_AUTH_TYPE}"}}`, ""},
 		{"route condition reads env", `backends: [{name: vendor, endpoint: "https://v", route: {condition: 'resource.attributes["t"] == "${env:T}"'}}]`,
 			"backends[0] (vendor)::route::condition reads ${env:T}"},

@@ -174,6 +174,13 @@ func TestRecipeDropNoise(t *testing.T) {
 	}
 	send(t, client, lines)
 	expectSeqs(t, "default", def.sink, kept)
+	// The gateway's own processors still ran before the filter: identity was
+	// lifted from the records into the resource.
+	for seq, ns := range namespacesOf(def.sink) {
+		if ns != "payments" {
+			t.Fatalf("default: seq %d arrived under namespace %q: the logs pipeline lost attributes_to_resource/pod", seq, ns)
+		}
+	}
 	t.Logf("sent 300, kept %d, dropped %d (health checks and DEBUG)", len(kept), 300-len(kept))
 	if code, err := col.Stop(60 * time.Second); err != nil || code != 0 {
 		t.Fatalf("stop: exit %d, %v", code, err)

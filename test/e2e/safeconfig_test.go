@@ -119,7 +119,7 @@ exporters:
 		{
 			name: "fragment merged without the merge-append gate",
 			args: func(_ *testing.T) []string { return twoBackendArgs()[:4] },
-			want: "each set lists under service:: (extensions or pipeline receivers/processors/exporters), and without the confmap.enableMergeAppendOption feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=confmap.enableMergeAppendOption",
+			want: "each set lists under service:: (extensions, or pipeline receivers, processors or exporters), and without the confmap.enableMergeAppendOption feature gate the last file's lists replace the others' instead of adding to them: run with --feature-gates=confmap.enableMergeAppendOption",
 		},
 		{
 			// The collector's own telemetry exporter is a component with headers
