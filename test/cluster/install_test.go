@@ -87,10 +87,10 @@ func newPKI(t *testing.T) *pki {
 	pair("agent", ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent", NotAfter: valid}))
 	pair("fluent-bit", ca.Client(t, testcerts.Options{CommonName: "fluent-bit", NotAfter: valid}))
 	pair("client", backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay", NotAfter: valid}))
-	// One serving certificate for the backend in either namespace it runs in.
+	// One serving certificate for the backend in any namespace it runs in.
 	bsvc := "backend." + backendNS
 	var names []string
-	for _, ns := range []string{backendNS, secondBackendNS, federationBackendNS} {
+	for _, ns := range []string{backendNS, secondBackendNS, federationBackendNS, teamABackendNS, teamBBackendNS} {
 		names = append(names, "backend."+ns, "backend."+ns+".svc", "backend."+ns+".svc.cluster.local")
 	}
 	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc", NotAfter: valid,

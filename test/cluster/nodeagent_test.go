@@ -134,20 +134,7 @@ func TestAgentRestartUnderLoad(t *testing.T) {
 func startApp(t *testing.T, run, url string, rate int) *load {
 	t.Helper()
 	applyTestNamespace(t, appNS)
-	mustKubectl(t, toolDeployment("app-"+run, appNS, "load", fmt.Sprintf(`
-        env:
-        - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
-        - {name: URL, value: "%s"}
-        - {name: RUN, value: "%s"}
-        - {name: PREFIX, value: app}
-        - {name: IDENTITY, value: none}
-        - {name: RATE, value: "%d"}
-        - {name: BATCH, value: "10"}
-        - {name: WORKERS, value: "1"}
-        ports: [{containerPort: 2020}]
-        readinessProbe: {tcpSocket: {port: 2020}, periodSeconds: 2}`, url, run, rate)), "apply", "--server-side", "-f", "-")
-	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", appNS, "delete", "deployment", "app-"+run, "--wait=false") })
-	return &load{run: run, ip: podIP(t, appNS, "app=app-"+run)}
+	return startAppIn(t, appNS, run, url, rate)
 }
 
 // appRecords stops the application and returns the backend's records of its run
