@@ -26,21 +26,22 @@ import (
 )
 
 var (
-	name        = flag.String("name", "baseline", "results name: bench/results/<name>.md and .png; the baseline is the one kept in git")
-	runs        = flag.Int("runs", 3, "runs of each variant, interleaved; medians are reported")
-	steadyDur   = flag.Duration("steady", 20*time.Second, "duration of the steady-rate phase")
-	steadyRate  = flag.Float64("rate", 10000, "steady rate, records/s (100 records a request)")
-	satRecords  = flag.Int("sat-records", 300000, "records sent as fast as possible for saturation (1,000 a request)")
-	scenarios   = flag.Bool("scenarios", true, "run the reliability scenarios at full scale")
-	overloadDur = flag.Duration("overload", 60*time.Second, "overload duration (offered at 3x the measured saturation)")
-	overloadMax = flag.Int("overload-records", 1500000, "cap on pre-encoded records for the overload")
-	outageDur   = flag.Duration("outage", 60*time.Second, "backend outage duration")
-	outageRate  = flag.Float64("outage-rate", 5000, "steady load during the outage, records/s")
-	altBin      = flag.String("alt-bin", "", "another build of the collector: variants named <variant>-alt run <variant> on it, interleaved with the others (a patched dependency against the shipped one)")
-	outDir      = flag.String("out", "", "results directory (default <repo>/bench/results)")
-	profileDir  = flag.String("profiles", "", "directory of the raw pprof profiles (default <out>/profiles, which git ignores)")
-	note        = flag.String("note", "", "a sentence for the report's header: what this run is, what ran beside it")
-	variantList = flag.String("variants", "floor,gateway,gateway-memory,upstream,upstream-file", "variants to run, comma separated, in this order on odd runs and reversed on even ones (see variants.go)")
+	name          = flag.String("name", "baseline", "results name: bench/results/<name>.md and .png; the baseline is the one kept in git")
+	runs          = flag.Int("runs", 3, "runs of each variant, interleaved; medians are reported")
+	steadyDur     = flag.Duration("steady", 20*time.Second, "duration of the steady-rate phase")
+	steadyRate    = flag.Float64("rate", 10000, "steady rate, records/s (100 records a request)")
+	satRecords    = flag.Int("sat-records", 300000, "records sent as fast as possible for saturation (1,000 a request)")
+	scenarios     = flag.Bool("scenarios", true, "run the reliability scenarios at full scale")
+	overloadDur   = flag.Duration("overload", 60*time.Second, "overload duration (offered at 3x the measured saturation)")
+	overloadMax   = flag.Int("overload-records", 1500000, "cap on pre-encoded records for the overload")
+	outageDur     = flag.Duration("outage", 60*time.Second, "backend outage duration")
+	outageRate    = flag.Float64("outage-rate", 5000, "steady load during the outage, records/s")
+	altBin        = flag.String("alt-bin", "", "another build of the collector: variants named <variant>-alt run <variant> on it, interleaved with the others (a patched dependency against the shipped one)")
+	outDir        = flag.String("out", "", "results directory (default <repo>/bench/results)")
+	profileDir    = flag.String("profiles", "", "directory of the raw pprof profiles (default <out>/profiles, which git ignores)")
+	note          = flag.String("note", "", "a sentence for the report's header: what this run is, what ran beside it")
+	namespaceList = flag.String("namespaces", "", "namespaces the requests' pods take in turn, comma separated (default: payments, and those the routed variants in -variants select)")
+	variantList   = flag.String("variants", "floor,gateway,gateway-memory,upstream,upstream-file", "variants to run, comma separated, in this order on odd runs and reversed on even ones (see variants.go)")
 )
 
 func main() {
@@ -64,8 +65,9 @@ func main() {
 
 	log.Printf("pre-encoding payloads")
 	steadyN := int(*steadyRate * steadyDur.Seconds())
-	steadyChunks := e2e.EncodeChunks(0, steadyN/100, 100)
-	satChunks := e2e.EncodeChunks(int64(steadyN), *satRecords/1000, 1000)
+	r.Namespaces = loadNamespaces()
+	steadyChunks := encodeChunks(0, steadyN/100, 100, r.Namespaces)
+	satChunks := encodeChunks(int64(steadyN), *satRecords/1000, 1000, r.Namespaces)
 	r.PayloadBytes = avgRecordBytes(satChunks[0])
 
 	for _, v := range strings.Split(*variantList, ",") {
@@ -85,7 +87,7 @@ func main() {
 			if isFloor(v) {
 				res = runFloor(v, satChunks)
 			} else {
-				err = measure(v, func(t *runTB) { res = runVariant(t, v, steadyChunks, satChunks, i == *runs-1) })
+				err = measure(v, func(t *runTB) { res = runVariant(t, v, steadyChunks, satChunks, r.Namespaces, i == *runs-1) })
 			}
 			if err != nil {
 				log.Printf("%s run %d: %v", v, i+1, err)

@@ -16,6 +16,7 @@ type report struct {
 	Name, Command     string
 	Started, Finished time.Time
 	PayloadBytes      float64
+	Namespaces        []string // the namespaces the requests' pods take in turn
 	Runs              []*runResult
 	Scenarios         []*scenarioRun
 	Errors            []string
@@ -68,6 +69,9 @@ func (r *report) write(dir string) error {
 		w("%d runs per variant, interleaved (%s, then reversed); each cell is the median [min–max]. ", *runs, strings.Join(r.variants(true), ", "))
 	}
 	w("Records are fluent-bit shaped (%.0f bytes of OTLP protobuf each: map body with a kubernetes map, resource attributes), sent as OTLP/HTTP protobuf with gzip over mutual TLS; the exporter sends gzip over mutual TLS to a backend that decodes every request with pdata. ", r.PayloadBytes)
+	if len(r.Namespaces) > 1 {
+		w("Each request's pod is in one of %s in turn (`-namespaces`), for every variant. ", strings.Join(r.Namespaces, ", "))
+	}
 	if len(r.Runs) > 0 {
 		w("CPU is the collector's own user+system time from /proc/<pid>/stat (the load generator and the backend run in the bench process and are not counted). \"Per core\" means per CPU-second. What a CPU-second does differs between machines and with what else runs beside the bench: compare the variants of this report with one another, as ratios, not its figures with another run's.")
 	}

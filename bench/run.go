@@ -4,10 +4,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
+	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 	"github.com/otelcol-relay/otelcol-relay/internal/scenario"
 )
 
@@ -37,20 +40,100 @@ type point struct {
 }
 
 // startVariant prepares the gateway rig (internal/scenario) for variant against
-// a sink that counts sequence numbers below maxSeq.
-func startVariant(t *runTB, variant string, maxSeq int64) *scenario.Rig {
+// a sink that counts sequence numbers below maxSeq, and a sink of its own for
+// each backend the variant adds (variantBackends), in the same order.
+func startVariant(t *runTB, variant string, maxSeq int64) (*scenario.Rig, []*otlpfixture.Sink) {
 	args, err := variantConfig(variant)
 	if err != nil {
 		t.Fatal(err)
 	}
 	args = append(args, variantFlags(variant)...)
-	return scenario.NewRig(t, scenario.RigOptions{Args: args, MaxSeq: maxSeq, Env: variantEnv(variant), Binary: variantBinary(variant)})
+	env := variantEnv(variant)
+	var sinks []*otlpfixture.Sink
+	for _, b := range backendsOf(variant) {
+		tls := e2e.NewBackendTLS(t, b.name)
+		sink := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: tls.Server, MaxSeq: maxSeq})
+		sinks = append(sinks, sink)
+		env = append(backendEnv(b.name, "https://"+sink.HTTPAddr, tls), env...)
+	}
+	return scenario.NewRig(t, scenario.RigOptions{Args: args, MaxSeq: maxSeq, Env: env, Binary: variantBinary(variant)}), sinks
 }
 
-func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, profile bool) *runResult {
+// delivery is one backend of a run and the records it must receive.
+type delivery struct {
+	name string
+	sink *otlpfixture.Sink
+	// want says whether the backend must receive a record of this namespace.
+	want func(ns string) bool
+}
+
+// deliveries are the default backend (every record) and the variant's own,
+// each with its sink.
+func deliveries(variant string, def *otlpfixture.Sink, sinks []*otlpfixture.Sink) []delivery {
+	ds := []delivery{{name: "default", sink: def, want: func(string) bool { return true }}}
+	for i, b := range backendsOf(variant) {
+		ds = append(ds, delivery{name: b.name, sink: sinks[i], want: b.wants})
+	}
+	return ds
+}
+
+// expected is how many records of chunks d must receive.
+func (d delivery) expected(chunks []e2e.Chunk, namespaces []string) int64 {
+	var n int64
+	for _, c := range chunks {
+		if d.want(chunkNamespace(c, namespaces)) {
+			n += int64(c.N)
+		}
+	}
+	return n
+}
+
+// lost counts, of the acknowledged records, those d must have and has not
+// (missing) and those it got and must not have (misrouted).
+func (d delivery) lost(acked []int64, ns *namespaceIndex) (missing, misrouted int) {
+	var want, other []int64
+	for _, seq := range acked {
+		if d.want(ns.of(seq)) {
+			want = append(want, seq)
+		} else {
+			other = append(other, seq)
+		}
+	}
+	missing = d.sink.Loss(want).Missing
+	if len(other) > 0 {
+		o := d.sink.Loss(other)
+		misrouted = o.Acked - o.Missing
+	}
+	return missing, misrouted
+}
+
+func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, namespaces []string, profile bool) *runResult {
 	steadyN, satN := scenario.Records(steadyChunks), scenario.Records(satChunks)
-	r := startVariant(t, variant, int64(steadyN+satN))
+	r, sinks := startVariant(t, variant, int64(steadyN+satN))
 	s, gw := r.Sink, r.GW
+	// Every backend must receive the records its route selects, each once:
+	// a phase ends when each has all of its own, and a record missing at any
+	// backend, or at one whose route does not select it, is counted.
+	ds := deliveries(variant, s, sinks)
+	nsIndex := newNamespaceIndex(namespaces, steadyChunks, satChunks)
+	steadyWant, satWant := make([]int64, len(ds)), make([]int64, len(ds))
+	for i, d := range ds {
+		steadyWant[i] = d.expected(steadyChunks, namespaces)
+		satWant[i] = steadyWant[i] + d.expected(satChunks, namespaces)
+	}
+	// lost counts the acknowledged records missing at any backend, and those
+	// a backend got that its route does not select, reported as errors.
+	lost := func(phase string, acked []int64) int {
+		total := 0
+		for _, d := range ds {
+			missing, misrouted := d.lost(acked, nsIndex)
+			total += missing + misrouted
+			if misrouted > 0 {
+				t.Errorf("%s: backend %s received %d records its route does not select", phase, d.name, misrouted)
+			}
+		}
+		return total
+	}
 	var col *e2e.Collector
 	if limit := variantMemLimit(variant); limit > 0 {
 		if runsAlt(variant) {
@@ -119,15 +202,26 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 			<-done
 		}
 	}
-	waitDelivered := func(n int64, timeout time.Duration) bool {
+	// waitDelivered waits until each backend has want[i] records.
+	waitDelivered := func(want []int64, timeout time.Duration) bool {
 		deadline := time.Now().Add(timeout)
-		for int64(s.LogRecordCount()) < n {
-			if time.Now().After(deadline) || !col.Running() {
-				return false
+		for i, d := range ds {
+			for int64(d.sink.LogRecordCount()) < want[i] {
+				if time.Now().After(deadline) || !col.Running() {
+					return false
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 		return true
+	}
+	// short says how many records each backend still lacks.
+	short := func(want []int64) string {
+		var parts []string
+		for i, d := range ds {
+			parts = append(parts, fmt.Sprintf("%s %d of %d", d.name, int64(d.sink.LogRecordCount()), want[i]))
+		}
+		return strings.Join(parts, ", ")
 	}
 
 	// Steady: 10,000 records/s, 100 a request (upstream's load-test method).
@@ -139,8 +233,8 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	waitSender(snd, 10*time.Minute)
 	<-steadyProfiled
 	checkAlive("steady")
-	if !waitDelivered(int64(steadyN), 2*time.Minute) {
-		t.Errorf("steady: only %d of %d records delivered", int64(s.LogRecordCount()), steadyN)
+	if !waitDelivered(steadyWant, 2*time.Minute) {
+		t.Errorf("steady: not every record delivered: %s", short(steadyWant))
 	}
 	phase1, cpu1 := time.Now(), cpuNow()
 	wall := phase1.Sub(phase0).Seconds()
@@ -171,7 +265,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	if len(lats) > 0 {
 		res.LatP50, res.LatP99 = lats[len(lats)/2], lats[len(lats)*99/100]
 	}
-	res.SteadyMissing = s.Loss(snd.Acked()).Missing
+	res.SteadyMissing = lost("steady", snd.Acked())
 
 	// Saturation: 1,000-record requests as fast as the collector takes them,
 	// measured until the backend has everything.
@@ -181,9 +275,9 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 	snd2.Send(sendCtx, satChunks)
 	waitSender(snd2, 10*time.Minute)
 	checkAlive("saturation")
-	if !waitDelivered(int64(steadyN+satN), 5*time.Minute) {
+	if !waitDelivered(satWant, 5*time.Minute) {
 		checkAlive("saturation")
-		t.Errorf("saturation: only %d of %d records delivered", int64(s.LogRecordCount())-int64(steadyN), satN)
+		t.Errorf("saturation: not every record delivered (counts since the start): %s", short(satWant))
 	}
 	phase3, cpu3 := time.Now(), cpuNow()
 	res.SatRate = float64(satN) / phase3.Sub(phase2).Seconds()
@@ -194,7 +288,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, p
 			res.SatRSSPeak = max(res.SatRSSPeak, float64(x.st.RSS)/(1<<20))
 		}
 	}
-	res.SatMissing = s.Loss(snd2.Acked()).Missing
+	res.SatMissing = lost("saturation", snd2.Acked())
 	res.SatRetries = snd2.Stats().Retries
 	<-profiled // the collector must outlive the profile
 	time.Sleep(time.Second)

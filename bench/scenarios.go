@@ -42,7 +42,7 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 			return
 		}
 		log.Printf("scenario %s (%s)", sc.Name, sc.Variant)
-		if err := measure(sc.Name, func(t *runTB) { f(t, startVariant(t, sc.Variant, maxSeq), &sc.Result) }); err != nil {
+		if err := measure(sc.Name, func(t *runTB) { rig, _ := startVariant(t, sc.Variant, maxSeq); f(t, rig, &sc.Result) }); err != nil {
 			sc.Err = err.Error()
 		}
 		out = append(out, sc)

@@ -39,6 +39,11 @@ var variantInfo = map[string]string{
 	"gateway-memory-protopool": "gateway-memory with `--feature-gates=pdata.useProtoPooling`",
 	"gateway-gzip1":            "the shipped gateway with `compression_params: {level: 1}` on its exporter (gzip's fastest level instead of its default 6)",
 	"gateway-groupbyattrs":     "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) in the logs pipeline instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
+	"gateway-filter":           "the shipped gateway with `config/recipes/drop-noise.yaml`'s `filter/noise` after the logs pipeline's processors, its health-check match also on a map body's `log` key so that the regular expression runs on every record: the bench's records (INFO flow lines) are all kept, so this is what judging every record costs, not what dropping saves",
+	"gateway-vendor":           "the shipped gateway plus a second backend (`backends:` entry vendor, OTLP/HTTP, mutual TLS, its own sink) that receives every record as it arrived, in the shared logs pipeline: the price of a second export of every record",
+	"gateway-redaction":        "gateway-vendor with `config/recipes/mask-for-vendor.yaml`'s `transform/mask` and `redaction/vendor` (body patterns also on a map body's `log` key; no record of the bench holds a match) on the vendor's backend entry: its own pipeline fed by `forward/logs`, its own copy of each request; over gateway-vendor, the price of masking every record",
+	"gateway-routed":           "the shipped gateway plus two backends routed by namespace (`route: {namespaces: [payments]}` to team-a, `[frontend]` to team-b), each in its own pipeline fed by `forward/logs` behind its `filter/route-<name>`, each on its own sink; the bench's records come from one namespace, so the load alternates its requests between payments and frontend (-namespaces): every record goes to the default backend and to one routed backend",
+	"gateway-pipeline":         "the typical one: gateway-filter's `filter/noise` in the shared logs pipeline, gateway-routed's two backends, and team-b's pipeline masking with gateway-redaction's `transform/mask` and `redaction/vendor` after its route (half the records, those from frontend, are masked)",
 }
 
 // runSuffix changes how a variant runs, not its config: "<variant><suffix>"
@@ -169,8 +174,78 @@ var variantOverlays = map[string][]string{
 	"gateway-gc300":          {"gc-percent-300.yaml"},
 	"gateway-gzip1":          {"gzip-level-1.yaml"},
 	"gateway-groupbyattrs":   {"groupbyattrs.yaml"},
+	"gateway-filter":         {"noise-filter.yaml"},
+	"gateway-vendor":         {"vendor-backend.yaml"},
+	"gateway-redaction":      {"masking-processors.yaml", "vendor-backend-masked.yaml"},
+	"gateway-routed":         {"namespace-routed-backends.yaml"},
+	"gateway-pipeline":       {"noise-filter.yaml", "masking-processors.yaml", "namespace-routed-backends-masked.yaml"},
 	"upstream":               {},
 	"upstream-file":          {"upstream-queue-on-file-storage.yaml"},
+}
+
+// benchBackend is a backend a variant's overlays add beside the default one
+// (a `backends:` entry): the bench gives it a sink and a TLS identity of its
+// own, through the environment variables its entry reads (backendEnv).
+type benchBackend struct {
+	name string
+	// namespaces are those whose records it must receive (its route); none:
+	// every record.
+	namespaces []string
+}
+
+// variantBackends are the backends each variant adds; every record must reach
+// the default backend and each of these its route selects, no more.
+var variantBackends = map[string][]benchBackend{
+	"gateway-vendor":    {{name: "vendor"}},
+	"gateway-redaction": {{name: "vendor"}},
+	"gateway-routed":    {{name: "team-a", namespaces: []string{"payments"}}, {name: "team-b", namespaces: []string{"frontend"}}},
+	"gateway-pipeline":  {{name: "team-a", namespaces: []string{"payments"}}, {name: "team-b", namespaces: []string{"frontend"}}},
+}
+
+// backendsOf are the backends variant adds, run suffixes peeled.
+func backendsOf(variant string) []benchBackend {
+	base, _ := splitVariant(variant)
+	return variantBackends[base]
+}
+
+// wants says whether the backend must receive a record from namespace ns.
+func (b benchBackend) wants(ns string) bool {
+	return len(b.namespaces) == 0 || slices.Contains(b.namespaces, ns)
+}
+
+// backendEnv is the environment a backend's entry in bench/variants/ reads:
+// its endpoint and TLS files (RELAY_BENCH_<NAME>_*) and its Authorization
+// header (OTEL_EXPORTER_<NAME>_AUTHORIZATION, the backends list's convention).
+func backendEnv(name, endpoint string, tls *e2e.BackendTLS) []string {
+	n := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	return []string{
+		"RELAY_BENCH_" + n + "_ENDPOINT=" + endpoint,
+		"RELAY_BENCH_" + n + "_CA_FILE=" + tls.CAFile,
+		"RELAY_BENCH_" + n + "_CERT_FILE=" + tls.CertFile,
+		"RELAY_BENCH_" + n + "_KEY_FILE=" + tls.KeyFile,
+		"OTEL_EXPORTER_" + n + "_AUTHORIZATION=Bearer bench-" + name,
+	}
+}
+
+// loadNamespaces are the namespaces the bench's requests alternate between:
+// -namespaces, or else those the routes of the variants in -variants select
+// (payments, FluentBitLogs' own, when none routes), so that every routed
+// backend gets its share of the same load every variant of the run gets.
+func loadNamespaces() []string {
+	if *namespaceList != "" {
+		return strings.Split(*namespaceList, ",")
+	}
+	ns := []string{"payments"}
+	for _, v := range strings.Split(*variantList, ",") {
+		for _, b := range backendsOf(v) {
+			for _, n := range b.namespaces {
+				if !slices.Contains(ns, n) {
+					ns = append(ns, n)
+				}
+			}
+		}
+	}
+	return ns
 }
 
 // variantConfig returns the --config arguments of variant (receiver TLS

@@ -61,6 +61,11 @@ var variantWitness = map[string][][2]string{
 	"gateway-gc300":          {{"extensions::gomemlimit::gc_percent", "300"}},
 	"gateway-gzip1":          {{"exporters::otlp_http_wire/default::compression_params::level", "1"}},
 	"gateway-groupbyattrs":   {{"service::pipelines::logs::processors", "[memory_limiter groupbyattrs/pod k8s_attributes/logs]"}},
+	"gateway-filter":         {{"service::pipelines::logs::processors", "[memory_limiter attributes_to_resource/pod k8s_attributes/logs filter/noise]"}},
+	"gateway-vendor":         {{"service::pipelines::logs::exporters", "[otlp_http_wire/default otlp_http_wire/vendor]"}, {"service::pipelines::metrics::exporters", "[otlp_http_wire/default]"}},
+	"gateway-redaction":      {{"service::pipelines::logs::exporters", "[otlp_http_wire/default forward/logs]"}, {"service::pipelines::logs/backend-vendor::processors", "[transform/mask redaction/vendor]"}},
+	"gateway-routed":         {{"service::pipelines::logs/backend-team-a::processors", "[filter/route-team-a]"}, {"service::pipelines::logs/backend-team-b::processors", "[filter/route-team-b]"}, {"processors::filter/route-team-b::logs::resource", `[not (resource.attributes["k8s.namespace.name"] == "frontend")]`}},
+	"gateway-pipeline":       {{"service::pipelines::logs::processors", "[memory_limiter attributes_to_resource/pod k8s_attributes/logs filter/noise]"}, {"service::pipelines::logs/backend-team-a::processors", "[filter/route-team-a]"}, {"service::pipelines::logs/backend-team-b::processors", "[filter/route-team-b transform/mask redaction/vendor]"}},
 	"upstream":               {{"exporters::otlp_http/default::sending_queue::storage", "<nil>"}},
 	"upstream-file":          {{"exporters::otlp_http/default::sending_queue::storage", "file_storage"}},
 }
@@ -84,6 +89,9 @@ func TestVariantConfigsResolve(t *testing.T) {
 			}
 			cmd := exec.Command(bin, append([]string{"print-config", "--mode", "unredacted"}, args...)...)
 			cmd.Env = append(os.Environ(), gw.Env...)
+			for _, b := range backendsOf(v) {
+				cmd.Env = append(cmd.Env, backendEnv(b.name, "https://127.0.0.1:1", e2e.NewBackendTLS(t, b.name))...)
+			}
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
