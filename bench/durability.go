@@ -56,6 +56,8 @@ func (r *report) writeDurability(w func(string, ...any)) {
 		r.writePaired(w, cols, "upstream", "Against upstream's defaults paired by round", steady, sat)
 	}
 
+	r.writeCost(w, cols, steady, sat)
+
 	r.writeAttribution(w, cols, "saturation", "at saturation", sat)
 	r.writeAttribution(w, cols, "steady", fmt.Sprintf("at %.0f records/s", *steadyRate), steady)
 }
@@ -132,6 +134,55 @@ func (r *report) writePaired(w func(string, ...any), cols []string, base, title 
 	w("\n")
 }
 
+// writeCost writes what each variant costs over the shipped gateway, per
+// record, paired by round: for a run of variants that each add one piece of
+// processing to the gateway (bench/variants), each piece's own price. Only
+// when such a variant ran: the default set has its own tables above.
+func (r *report) writeCost(w func(string, ...any), cols []string, steady, sat func(*runResult) float64) {
+	var others []string
+	for _, v := range cols {
+		if strings.HasPrefix(v, "gateway-") && v != "gateway-memory" {
+			others = append(others, v)
+		}
+	}
+	if len(others) == 0 || r.median("gateway", sat) == 0 {
+		return
+	}
+	w("\n## What each variant costs over the gateway, paired by round\n\n")
+	w("CPU per record of each run minus that of the gateway run of its own round, in µs (CPU-seconds per million records), median [min–max], with the 95%% interval of that median from %d bootstrap resamples of the rounds (5 rounds or more); then the same runs as a ratio. Records per CPU-second at saturation are the inverse of the last columns' figures.\n\n", resamples)
+	w("| variant | CPU per record at %.0f/s, µs | minus gateway's, µs | its median's interval | at saturation, µs | minus gateway's, µs | its median's interval | at saturation vs gateway | its median's interval |\n|---|---|---|---|---|---|---|---|---|\n", *steadyRate)
+	for _, v := range append([]string{"gateway"}, others...) {
+		if v == "gateway" {
+			w("| gateway | %s | - | - | %s | - | - | 1.00x | - |\n", r.cell(v, steady, "%.1f"), r.cell(v, sat, "%.1f"))
+			continue
+		}
+		ds, dt, rt := r.pairedDiffs(v, "gateway", steady), r.pairedDiffs(v, "gateway", sat), r.pairedRatios(v, "gateway", sat)
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v, r.cell(v, steady, "%.1f"), diffCell(ds), intervalCellf(ds, "%+.1f"),
+			r.cell(v, sat, "%.1f"), diffCell(dt), intervalCellf(dt, "%+.1f"), ratioCell(rt), intervalCell(rt))
+	}
+	w("\n")
+}
+
+// pairedDiffs returns, for each round in which both ran, v's figure minus
+// base's (pairedRatios' differences).
+func (r *report) pairedDiffs(v, base string, f func(*runResult) float64) []float64 {
+	a, b := r.values(v, f), r.values(base, f)
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		out = append(out, a[i]-b[i])
+	}
+	return out
+}
+
+// diffCell is "median [min–max]" of differences, signed, "-" without any.
+func diffCell(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	v = slices.Sorted(slices.Values(v))
+	return fmt.Sprintf("%+.1f [%+.1f–%+.1f]", v[len(v)/2], v[0], v[len(v)-1])
+}
+
 // resamples is how many bootstrap medians intervalCell draws.
 const resamples = 4000
 
@@ -140,7 +191,10 @@ const resamples = 4000
 // this shared machine a single ratio of medians moved by 0.3 between runs of
 // the same build; the interval says how much one run can tell. Seeded, so
 // the report is reproducible from its runs.
-func intervalCell(v []float64) string {
+func intervalCell(v []float64) string { return intervalCellf(v, "%.2f") }
+
+// intervalCellf is intervalCell with its bounds in format.
+func intervalCellf(v []float64, format string) string {
 	if len(v) < 5 {
 		return "-"
 	}
@@ -155,7 +209,7 @@ func intervalCell(v []float64) string {
 		meds[i] = s[len(s)/2]
 	}
 	slices.Sort(meds)
-	return fmt.Sprintf("%.2f–%.2f", meds[resamples*25/1000], meds[resamples*975/1000-1])
+	return fmt.Sprintf(format+"–"+format, meds[resamples*25/1000], meds[resamples*975/1000-1])
 }
 
 // ratioCell is "median [min–max]" of ratios, "-" without any.

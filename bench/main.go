@@ -41,6 +41,7 @@ var (
 	profileDir    = flag.String("profiles", "", "directory of the raw pprof profiles (default <out>/profiles, which git ignores)")
 	note          = flag.String("note", "", "a sentence for the report's header: what this run is, what ran beside it")
 	namespaceList = flag.String("namespaces", "", "namespaces the requests' pods take in turn, comma separated (default: payments, and those the routed variants in -variants select)")
+	into          = flag.String("into", "", "write this run's report as a section of <into>.md in -out (e.g. baseline), replacing that report's section of the same -name and leaving the rest as it is, its plot as <into>-<name>.png")
 	variantList   = flag.String("variants", "floor,gateway,gateway-memory,upstream,upstream-file", "variants to run, comma separated, in this order on odd runs and reversed on even ones (see variants.go)")
 )
 
@@ -110,7 +111,11 @@ func main() {
 	if err := r.write(*outDir); err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("wrote %s", filepath.Join(*outDir, *name+".md"))
+	written := *name
+	if *into != "" {
+		written = *into
+	}
+	log.Printf("wrote %s", filepath.Join(*outDir, written+".md"))
 }
 
 // command is the bench's command line as a shell would take it, without
