@@ -38,16 +38,7 @@ func TestFederationToItsOwnBackends(t *testing.T) {
 	listedIP := podIP(t, federationBackendNS, "app=backend")
 	startFederatedPrometheus(t)
 
-	// The doc's material: the listed backend's CA (the test backends share one)
-	// and the client keypair it accepts, under the doc's file names.
-	material := t.TempDir()
-	for to, from := range map[string]string{"corp-ca.crt": "backend-ca.crt", "corp-client.crt": "client.crt", "corp-client.key": "client.key"} {
-		b, err := os.ReadFile(filepath.Join(p.dir, from))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(material, to), b)
-	}
+	material := corpMaterial(t, p)
 	sh(t, p.dir, []string{"NS=" + relayNS}, readmeBlock(t, "## What you create before applying", "With `components/federation`"))
 	sh(t, material, []string{"CORP_TOKEN=cluster-test-federation-token"}, docBlock(t, fedBackendsDoc, fedBackendsSection, "Then the material"))
 	t.Cleanup(func() {
@@ -98,6 +89,22 @@ func TestFederationToItsOwnBackends(t *testing.T) {
 		})
 	}
 	t.Logf("federated through prometheus.monitoring.svc:9090 to the default backend and to backend.%s: %v", federationBackendNS, federatedTypes)
+}
+
+// corpMaterial is a directory with the material deploy/docs/backends.md and
+// federation.md make their objects from, under their file names: the test
+// backends' CA (they share one) and the client keypair they accept.
+func corpMaterial(t *testing.T, p *pki) string {
+	t.Helper()
+	material := t.TempDir()
+	for to, from := range map[string]string{"corp-ca.crt": "backend-ca.crt", "corp-client.crt": "client.crt", "corp-client.key": "client.key"} {
+		b, err := os.ReadFile(filepath.Join(p.dir, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(material, to), b)
+	}
+	return material
 }
 
 // mkdir makes dir/name and returns it.

@@ -6,7 +6,6 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,22 +25,20 @@ const (
 // routedBackends is the relay's backends list: each team's namespace to its own
 // backend (OTLP/HTTP with mutual TLS, from deploy/docs/backends.md's objects),
 // logs only, with a queue the test's volume holds beside the default backend's.
-const routedBackends = `backends:
-  - name: team-a
-    endpoint: https://backend.` + teamABackendNS + `.svc:4318
+func routedBackends() string {
+	list := "backends:\n"
+	for _, team := range []string{"team-a", "team-b"} {
+		list += fmt.Sprintf(`  - name: %s
+    endpoint: https://backend.otelcol-relay-backend-%s.svc:4318
     protocol: http
     signals: [logs]
-    route: {namespaces: [` + teamANS + `]}
+    route: {namespaces: [%s]}
     tls: {ca_file: /certs/exporter-cas/corp.crt, cert_file: /certs/exporter-certs/corp.crt, key_file: /certs/exporter-certs/corp.key}
     exporter: {sending_queue: {queue_size: 67108864}}
-  - name: team-b
-    endpoint: https://backend.` + teamBBackendNS + `.svc:4318
-    protocol: http
-    signals: [logs]
-    route: {namespaces: [` + teamBNS + `]}
-    tls: {ca_file: /certs/exporter-cas/corp.crt, cert_file: /certs/exporter-certs/corp.crt, key_file: /certs/exporter-certs/corp.key}
-    exporter: {sending_queue: {queue_size: 67108864}}
-`
+`, team, team, "otelcol-relay-"+team)
+	}
+	return list
+}
 
 // TestRoutedBackendsByNamespace runs applications in two namespaces that send
 // plain OTLP/HTTP to the node agent's Service, naming no pod; a third in team-a
@@ -62,16 +59,8 @@ func TestRoutedBackendsByNamespace(t *testing.T) {
 		_, _ = kubectl(t, "", "delete", "namespace", teamANS, teamBNS, teamABackendNS, teamBBackendNS, "--wait=false")
 	})
 
-	// The backends' material as deploy/docs/backends.md makes it (its corp
-	// files: the test backends share one CA and accept one client keypair).
-	material := t.TempDir()
-	for to, from := range map[string]string{"corp-ca.crt": "backend-ca.crt", "corp-client.crt": "client.crt", "corp-client.key": "client.key"} {
-		b, err := os.ReadFile(filepath.Join(p.dir, from))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(material, to), b)
-	}
+	// The backends' material as deploy/docs/backends.md makes it (its corp files).
+	material := corpMaterial(t, p)
 	sh(t, material, []string{"NS=" + relayNS, "CORP_TOKEN=corp-token", "DD_API_KEY=dd-key"},
 		docBlock(t, "deploy/docs/backends.md", "## Backends in one list (`components/backends`)", "three objects whose names never change"))
 
@@ -81,7 +70,7 @@ func TestRoutedBackendsByNamespace(t *testing.T) {
 	writeTestOverlay(t, inner, []string{"test/cluster/overlays/aks"},
 		[]string{"deploy/components/backends", "deploy/components/backend-default-mtls"}, nil)
 	outer := mkdir(t, root, "routed")
-	writeFile(t, filepath.Join(outer, "backends.yaml"), []byte(routedBackends))
+	writeFile(t, filepath.Join(outer, "backends.yaml"), []byte(routedBackends()))
 	writeFile(t, filepath.Join(outer, "kustomization.yaml"), []byte(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources: [../with-backends]

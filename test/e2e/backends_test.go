@@ -52,14 +52,32 @@ func listBackends(corp *tlsBackend, datadogAddr, meshAddr, meshName string) stri
 `, corp.sink.GRPCAddr, corp.caFile, corp.certFile, corp.keyFile, datadogAddr, meshName, meshAddr)
 }
 
+// publicRoots is a CA that SSL_CERT_FILE=file makes the system roots, as a
+// public CA is for a vendor's endpoint; its backends ask for no client certificate.
+type publicRoots struct {
+	ca   *testcerts.CA
+	file string
+}
+
+func newPublicRoots(t *testing.T) publicRoots {
+	t.Helper()
+	ca := testcerts.NewCA(t, "public root")
+	file := filepath.Join(t.TempDir(), "system-roots.crt")
+	testcerts.WriteFile(t, file, ca.CertPEM)
+	return publicRoots{ca: ca, file: file}
+}
+
+// sink is a backend serving a certificate of the public CA.
+func (p publicRoots) sink(t *testing.T) *otlpfixture.Sink {
+	t.Helper()
+	return e2e.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, p.ca.Server(t, testcerts.Options{}))})
+}
+
 func TestGatewayBackendsList(t *testing.T) {
 	def, corp := newTLSBackend(t, "default"), newTLSBackend(t, "corp")
-	// A "public" backend: its CA is what SSL_CERT_FILE makes the system roots, and
-	// it asks for no client certificate.
-	publicCA := testcerts.NewCA(t, "public root")
-	publicCAFile := filepath.Join(t.TempDir(), "system-roots.crt")
-	testcerts.WriteFile(t, publicCAFile, publicCA.CertPEM)
-	datadog := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, publicCA.Server(t, testcerts.Options{}))})
+	public := newPublicRoots(t)
+	datadog := public.sink(t)
+	publicCAFile := public.file
 	mesh := e2e.NewSink(t, otlpfixture.SinkOptions{})
 
 	g := newGatewayEnv(t, def, nil)

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
-	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
 )
 
 // The recipes of docs/recipes.md, each run as written (config/recipes/*.yaml)
@@ -82,40 +82,42 @@ func send(t *testing.T, c *e2e.HTTPClient, lines []line) {
 	}
 }
 
-// received maps seq to the records a sink holds with that seq.
-func received(s *otlpfixture.Sink) map[int64][]plog.LogRecord {
-	out := map[int64][]plog.LogRecord{}
+// eachRecord calls f for every log record a sink holds, with its resource.
+func eachRecord(s *otlpfixture.Sink, f func(res pcommon.Resource, lr plog.LogRecord)) {
 	for _, ld := range s.Logs() {
 		for i := 0; i < ld.ResourceLogs().Len(); i++ {
-			sls := ld.ResourceLogs().At(i).ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				lrs := sls.At(j).LogRecords()
+			rl := ld.ResourceLogs().At(i)
+			for j := 0; j < rl.ScopeLogs().Len(); j++ {
+				lrs := rl.ScopeLogs().At(j).LogRecords()
 				for k := 0; k < lrs.Len(); k++ {
-					seq, _ := lrs.At(k).Attributes().Get(otlpfixture.SeqAttr)
-					out[seq.Int()] = append(out[seq.Int()], lrs.At(k))
+					f(rl.Resource(), lrs.At(k))
 				}
 			}
 		}
 	}
+}
+
+func seqOf(lr plog.LogRecord) int64 {
+	v, _ := lr.Attributes().Get(otlpfixture.SeqAttr)
+	return v.Int()
+}
+
+// received maps seq to the records a sink holds with that seq.
+func received(s *otlpfixture.Sink) map[int64][]plog.LogRecord {
+	out := map[int64][]plog.LogRecord{}
+	eachRecord(s, func(_ pcommon.Resource, lr plog.LogRecord) {
+		out[seqOf(lr)] = append(out[seqOf(lr)], lr)
+	})
 	return out
 }
 
 // namespacesOf maps seq to the resource namespace each record arrived under.
 func namespacesOf(s *otlpfixture.Sink) map[int64]string {
 	out := map[int64]string{}
-	for _, ld := range s.Logs() {
-		for i := 0; i < ld.ResourceLogs().Len(); i++ {
-			rl := ld.ResourceLogs().At(i)
-			ns, _ := rl.Resource().Attributes().Get("k8s.namespace.name")
-			for j := 0; j < rl.ScopeLogs().Len(); j++ {
-				lrs := rl.ScopeLogs().At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					seq, _ := lrs.At(k).Attributes().Get(otlpfixture.SeqAttr)
-					out[seq.Int()] = ns.Str()
-				}
-			}
-		}
-	}
+	eachRecord(s, func(res pcommon.Resource, lr plog.LogRecord) {
+		ns, _ := res.Attributes().Get("k8s.namespace.name")
+		out[seqOf(lr)] = ns.Str()
+	})
 	return out
 }
 
@@ -191,10 +193,9 @@ func TestRecipeDropNoise(t *testing.T) {
 // backend get the same requests as they arrived.
 func TestRecipeMaskForVendor(t *testing.T) {
 	def, corp := newTLSBackend(t, "default"), newTLSBackend(t, "corp")
-	publicCA := testcerts.NewCA(t, "public root")
-	roots := filepath.Join(t.TempDir(), "system-roots.crt")
-	testcerts.WriteFile(t, roots, publicCA.CertPEM)
-	datadog := e2e.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, publicCA.Server(t, testcerts.Options{}))})
+	public := newPublicRoots(t)
+	datadog := public.sink(t)
+	roots := public.file
 	const apiKey = "dd-api-key-0b5e71"
 	col, client, _, _ := recipeGateway(t, def, "mask-for-vendor.yaml",
 		"SSL_CERT_FILE="+roots,
@@ -290,13 +291,9 @@ func (p *projectedToken) write(t *testing.T, token string) {
 // record attributes claim.
 func TestRecipeRouteByNamespace(t *testing.T) {
 	def := newTLSBackend(t, "default")
-	publicCA := testcerts.NewCA(t, "public root")
-	roots := filepath.Join(t.TempDir(), "system-roots.crt")
-	testcerts.WriteFile(t, roots, publicCA.CertPEM)
-	serverTLS := func() *otlpfixture.Sink {
-		return e2e.NewSink(t, otlpfixture.SinkOptions{TLS: testcerts.ServerTLS(t, publicCA.Server(t, testcerts.Options{}))})
-	}
-	teamA, grafana := serverTLS(), serverTLS()
+	public := newPublicRoots(t)
+	teamA, grafana := public.sink(t), public.sink(t)
+	roots := public.file
 	token := &projectedToken{dir: t.TempDir()}
 	token.write(t, "team-a-token-1")
 	grafanaToken := &projectedToken{dir: t.TempDir()}
