@@ -54,7 +54,7 @@ func TestLoadNamespaces(t *testing.T) {
 	}
 	plain, same := e2e.EncodeChunks(0, 2, 10), encodeChunks(0, 2, 10, []string{"payments"})
 	for i := range plain {
-		if string(plain[i].Body) != string(same[i].Body) {
+		if !bytes.Equal(plain[i].Body, same[i].Body) {
 			t.Errorf("chunk %d differs from e2e.EncodeChunks'", i)
 		}
 	}
@@ -77,14 +77,15 @@ func TestLoadNamespaces(t *testing.T) {
 // environment backendEnv sets, routed to the namespaces it expects.
 func TestVariantBackendsAreConfigured(t *testing.T) {
 	for v, bs := range variantBackends {
-		var text string
+		var sb strings.Builder
 		for _, o := range variantOverlays[v] {
 			b, err := os.ReadFile(filepath.Join("variants", o))
 			if err != nil {
 				t.Fatal(err)
 			}
-			text += string(b)
+			sb.Write(b)
 		}
+		text := sb.String()
 		for _, b := range bs {
 			for _, kv := range backendEnv(b.name, "https://x", &e2e.BackendTLS{}) {
 				if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "OTEL_EXPORTER_") && !strings.Contains(text, "${env:"+k+"}") {

@@ -26,9 +26,10 @@ const (
 // backend (OTLP/HTTP with mutual TLS, from deploy/docs/backends.md's objects),
 // logs only, with a queue the test's volume holds beside the default backend's.
 func routedBackends() string {
-	list := "backends:\n"
+	var list strings.Builder
+	list.WriteString("backends:\n")
 	for _, team := range []string{"team-a", "team-b"} {
-		list += fmt.Sprintf(`  - name: %s
+		fmt.Fprintf(&list, `  - name: %s
     endpoint: https://backend.otelcol-relay-backend-%s.svc:4318
     protocol: http
     signals: [logs]
@@ -37,7 +38,7 @@ func routedBackends() string {
     exporter: {sending_queue: {queue_size: 67108864}}
 `, team, team, "otelcol-relay-"+team)
 	}
-	return list
+	return list.String()
 }
 
 // TestRoutedBackendsByNamespace runs applications in two namespaces that send
