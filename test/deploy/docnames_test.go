@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/otelcol-relay/otelcol-relay/components/backendsconverter"
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
@@ -109,6 +110,9 @@ var (
 func TestDeployDocsNameWhatTheManifestsHold(t *testing.T) {
 	r := renderAll(t)
 	r.values = append(r.values, readDoc(t, "Dockerfile"))
+	// A recipe configures the paths it reads by default (a token file); the
+	// user mounts them as docs/recipes.md shows.
+	r.values = append(r.values, recipeTexts(t)...)
 	shippedNS := map[string]bool{}
 	for key := range r.services {
 		_, ns, _ := strings.Cut(key, ".")
@@ -208,6 +212,13 @@ func TestDeployDocsNameComponentsTheBinaryHas(t *testing.T) {
 		}
 		texts = append(texts, string(b))
 	}
+	// What a recipe's backends: list becomes is defined by it too (the
+	// forward connectors, auth extensions and route filters it expands into).
+	for _, f := range more {
+		if exp := expandedBackends(t, f); exp != "" {
+			texts = append(texts, exp)
+		}
+	}
 	configs := strings.Join(texts, "\n")
 	checked := 0
 	for _, doc := range userDocs(t) {
@@ -232,4 +243,37 @@ func TestDeployDocsNameComponentsTheBinaryHas(t *testing.T) {
 		t.Fatal("no code span named a component: the parser is wrong")
 	}
 	t.Logf("%d component IDs in the docs, each of a type the binary has", checked)
+}
+
+func recipeTexts(t *testing.T) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(e2e.RepoRoot(), "config", "recipes", "*.yaml"))
+	var out []string
+	for _, f := range files {
+		out = append(out, readConfig(t, f))
+	}
+	return out
+}
+
+// expandedBackends is config file f's backends: list as backendsconverter
+// expands it over a gateway's three pipelines, in YAML; "" without a list.
+func expandedBackends(t *testing.T, f string) string {
+	t.Helper()
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(readConfig(t, f)), &cfg); err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
+	if _, ok := cfg[backendsconverter.BackendsKey]; !ok {
+		return ""
+	}
+	cfg["service"] = map[string]any{"pipelines": map[string]any{"logs": map[string]any{}, "metrics": map[string]any{}, "traces": map[string]any{}}}
+	// Header values come from Secrets: any value expands the list.
+	if err := backendsconverter.Expand(cfg, func(string) (string, bool) { return "x", true }); err != nil {
+		t.Fatalf("%s: backends: %v", f, err)
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
