@@ -3,16 +3,12 @@
 package main
 
 import (
-	"runtime"
 	"sort"
-	"sync"
-	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
-	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
 // fixtureNamespace is the namespace of otlpfixture.FluentBitLogs' pod.
@@ -27,32 +23,9 @@ func encodeChunks(first int64, count, perChunk int, namespaces []string) []e2e.C
 	if len(namespaces) == 1 && namespaces[0] == fixtureNamespace {
 		return e2e.EncodeChunks(first, count, perChunk)
 	}
-	chunks := make([]e2e.Chunk, count)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= count {
-					return
-				}
-				c := e2e.Chunk{First: first + int64(i*perChunk), N: perChunk}
-				ld := otlpfixture.FluentBitLogs(perChunk, c.First)
-				setNamespace(ld, chunkNamespace(c, namespaces))
-				body, _, _, err := otlpfixture.EncodeLogs(ld, otlpfixture.Encoding{Gzip: true})
-				if err != nil {
-					panic(err) // encoding our own pdata cannot fail
-				}
-				c.Body = body
-				chunks[i] = c
-			}
-		}()
-	}
-	wg.Wait()
-	return chunks
+	return e2e.EncodeChunksWith(first, count, perChunk, func(c e2e.Chunk, ld plog.Logs) {
+		setNamespace(ld, chunkNamespace(c, namespaces))
+	})
 }
 
 // chunkNamespace is the namespace of c's pod: the requests of a phase take

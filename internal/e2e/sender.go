@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
+
 	"github.com/otelcol-relay/otelcol-relay/internal/otlpfixture"
 )
 
@@ -30,6 +32,12 @@ type Chunk struct {
 // at seq first, gzip-compressed, using every CPU. Encoding ahead keeps the sender
 // cheap while it runs (no per-record work on the hot path).
 func EncodeChunks(first int64, count, perChunk int) []Chunk {
+	return EncodeChunksWith(first, count, perChunk, nil)
+}
+
+// EncodeChunksWith is EncodeChunks with each chunk's records changed by edit
+// (when not nil) before they are encoded.
+func EncodeChunksWith(first int64, count, perChunk int, edit func(c Chunk, ld plog.Logs)) []Chunk {
 	chunks := make([]Chunk, count)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -42,12 +50,17 @@ func EncodeChunks(first int64, count, perChunk int) []Chunk {
 				if i >= count {
 					return
 				}
-				s := first + int64(i*perChunk)
-				body, _, _, err := otlpfixture.EncodeLogs(otlpfixture.FluentBitLogs(perChunk, s), otlpfixture.Encoding{Gzip: true})
+				c := Chunk{First: first + int64(i*perChunk), N: perChunk}
+				ld := otlpfixture.FluentBitLogs(perChunk, c.First)
+				if edit != nil {
+					edit(c, ld)
+				}
+				body, _, _, err := otlpfixture.EncodeLogs(ld, otlpfixture.Encoding{Gzip: true})
 				if err != nil {
 					panic(err) // encoding our own pdata cannot fail
 				}
-				chunks[i] = Chunk{First: s, N: perChunk, Body: body}
+				c.Body = body
+				chunks[i] = c
 			}
 		}()
 	}
