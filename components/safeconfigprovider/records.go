@@ -55,18 +55,15 @@ func checkRecordProcessing(doc map[string]any) []error {
 			})
 		}
 	}
-	backends, _ := doc[safeconfig.BackendsKey].([]any)
-	for i, b := range backends {
-		m := asMap(b)
-		route := asMap(m["route"])
-		for _, r := range refsIn(route["condition"]) {
-			where := fmt.Sprintf("%s[%d]", safeconfig.BackendsKey, i)
-			if name, _ := m["name"].(string); name != "" {
-				where += " (" + name + ")"
-			}
-			errs = append(errs, fmt.Errorf("%s::route::condition reads ${%s:%s}: a route condition may not read the environment or files; write the value itself", where, r.Scheme, r.Name))
+	// walk names each entry as the other rules do: backends[i] (name).
+	walk(doc[safeconfig.BackendsKey], safeconfig.BackendsKey, func(path, key string, v any) {
+		if key != "condition" || parentKey(path) != "route" || strings.Count(path, "::") != 2 {
+			return
 		}
-	}
+		for _, r := range refsIn(v) {
+			errs = append(errs, fmt.Errorf("%s reads ${%s:%s}: a route condition may not read the environment or files; write the value itself", path, r.Scheme, r.Name))
+		}
+	})
 	return errs
 }
 
