@@ -147,6 +147,16 @@ func TestAlertsFireOnFaults(t *testing.T) {
 		return ""
 	})
 	restoreAgent()
+	// The agent's new pod counts from zero, and the application's sends reach it
+	// only once their retries (a 30 s timeout on a connection to the crashed pod,
+	// then up to 5 s apart) give up on the old address: the dashboards' agent hop
+	// is empty until it has accepted records over two scrapes.
+	eventually(t, "the restored agent accepts the application's records", readyBudget, func() string {
+		if v, ok := prom.value(t, `sum(rate(otelcol_receiver_accepted_log_records{job="otelcol-relay-agent"}[1m]))`); !ok || v == 0 {
+			return fmt.Sprintf("agent rate %v", v)
+		}
+		return ""
+	})
 
 	// The backend answers again, with 400 to everything: what it refuses is lost,
 	// and counted as lost.
