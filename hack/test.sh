@@ -36,7 +36,8 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-60m}
 read -r -a test_flags <<<"${TEST_FLAGS:-}"
 [ -n "${RUN:-}" ] && test_flags+=(-run "$RUN")
 log=bin/kube-peers.log
-mkdir -p bin
+mkdir -p bin bin/test-durations
+"$GO" build -o bin/testsum ./hack/testsum
 
 e2e_peers=(etcd kube-apiserver)
 cluster_peers=(etcd kube-apiserver kubelet kube-proxy kube-scheduler kube-controller-manager kubectl
@@ -115,13 +116,19 @@ wait_for() {
 	echo "test: waited $((SECONDS - start))s for $*"
 }
 
-# gotest ARGS...: go test with its compiles at COMPILE_GOGC (the Makefile's, 400: a
-# cold run is CPU-bound), its test binaries at the caller's GOGC, which they and the
-# relays they start would otherwise inherit: -exec gives it back to them.
+# gotest NAME ARGS...: go test with its compiles at COMPILE_GOGC (the Makefile's, 400:
+# a cold run is CPU-bound), its test binaries at the caller's GOGC, which they and the
+# relays they start would otherwise inherit: -exec gives it back to them. Its -json
+# goes through hack/testsum, which prints what go test would (everything with -v),
+# then names the failed and the slowest tests: CI keeps only a run's tail. Every
+# test's seconds go to bin/test-durations/NAME.
 gotest() {
-	local run=(env)
+	local name=$1 run=(env) sum=(-times "bin/test-durations/$1") f
+	shift
+	for f in "$@"; do case $f in -v | -v=true | -test.v | -test.v=true) sum+=(-v) ;; esac; done
 	if [ -n "${GOGC+x}" ]; then run+=("GOGC=$GOGC"); else run+=(-u GOGC); fi
-	GOGC=${COMPILE_GOGC:-${GOGC:-100}} "$GO" test -exec "${run[*]}" "$@"
+	GOGC=${COMPILE_GOGC:-${GOGC:-100}} "$GO" test -json -exec "${run[*]}" "$@" | bin/testsum "${sum[@]}"
+	return "${PIPESTATUS[0]}"
 }
 
 # suite NAME: run one suite in the foreground; its minutes go to bin/test-times.
@@ -145,15 +152,15 @@ suite() {
 		done
 		if ((${#race[@]})); then
 			mapfile -t others < <($GO list ./... | grep -v -e '/components/' -e '/internal/')
-			CGO_ENABLED=1 OTELCOL_RELAY_BIN=$RELAY gotest -race -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${plain[@]}" \
+			CGO_ENABLED=1 OTELCOL_RELAY_BIN=$RELAY gotest unit-race -race -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${plain[@]}" \
 				./components/... ./internal/... || rc=$?
-			OTELCOL_RELAY_BIN=$RELAY gotest -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${plain[@]}" "${others[@]}" || rc=$?
+			OTELCOL_RELAY_BIN=$RELAY gotest unit -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${plain[@]}" "${others[@]}" || rc=$?
 		else
-			OTELCOL_RELAY_BIN=$RELAY gotest -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
+			OTELCOL_RELAY_BIN=$RELAY gotest unit -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
 		fi
 		;;
 	deploy | reliability)
-		OTELCOL_RELAY_BIN=$RELAY gotest -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
+		OTELCOL_RELAY_BIN=$RELAY gotest "$name" -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		;;
 	e2e | cluster)
 		local -n need="${name}_peers"
@@ -162,7 +169,7 @@ suite() {
 			wait_tools || rc=$?
 		fi
 		if ((rc == 0)); then
-			OTELCOL_RELAY_BIN=$RELAY gotest -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
+			OTELCOL_RELAY_BIN=$RELAY gotest "$name" -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		fi
 		;;
 	image)

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run feeds go test -json of the fixture package through a summary.
+func run(t *testing.T, verbose bool, env ...string) (string, string) {
+	t.Helper()
+	cmd := exec.Command("go", "test", "-json", "-count=1", "-timeout=3s", "./testdata/fixture")
+	cmd.Env = append(os.Environ(), env...)
+	raw, _ := cmd.Output() // the fixture fails on purpose
+	var out bytes.Buffer
+	s := newSummary(&out, verbose)
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("go test -json wrote %q: %v", sc.Text(), err)
+		}
+		s.add(e)
+	}
+	times := filepath.Join(t.TempDir(), "times")
+	if err := s.finish(3, times); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(times)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), string(b)
+}
+
+func TestFailuresOnlyAndNamedAtTheEnd(t *testing.T) {
+	out, times := run(t, false)
+	for _, want := range []string{"loud line", "loud failure", "sub failure", "sub ok line",
+		"testsum: FAILED: TestLoud (", "TestParent (", "testsum: slowest of 5 tests: TestSlow "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "quiet line") {
+		t.Errorf("a passing test's log is printed:\n%s", out)
+	}
+	if strings.Contains(out, "NEVER ENDED") {
+		t.Errorf("every test ended, yet:\n%s", out)
+	}
+	if first := strings.SplitN(times, "\n", 2)[0]; !strings.HasSuffix(first, " TestSlow") {
+		t.Errorf("times' first line is %q, want TestSlow's:\n%s", first, times)
+	}
+	if n := strings.Count(times, "\n"); n != 5 {
+		t.Errorf("times has %d lines, want one per top-level test:\n%s", n, times)
+	}
+}
+
+func TestVerbosePrintsEverything(t *testing.T) {
+	out, _ := run(t, true)
+	for _, want := range []string{"quiet line", "loud failure", "testsum: FAILED: TestLoud ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestTimeoutNamesTheTestThatNeverEnded(t *testing.T) {
+	out, _ := run(t, false, "TESTSUM_HANG=1")
+	for _, want := range []string{"hang line", "panic: test timed out", "testsum: NEVER ENDED (a timeout or a panic; its output is above): TestHang"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
