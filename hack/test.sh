@@ -36,7 +36,8 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-60m}
 read -r -a test_flags <<<"${TEST_FLAGS:-}"
 [ -n "${RUN:-}" ] && test_flags+=(-run "$RUN")
 log=bin/kube-peers.log
-mkdir -p bin bin/test-durations
+mkdir -p bin
+rm -rf bin/test-durations && mkdir bin/test-durations
 "$GO" build -o bin/testsum ./hack/testsum
 
 e2e_peers=(etcd kube-apiserver)

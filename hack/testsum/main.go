@@ -4,7 +4,8 @@
 // have printed without -json: the packages' own output as it comes, and a test's
 // output only once it has failed (everything as it comes with -v). At the end it
 // names the tests that failed, or never ended (a timeout or a panic), and the
-// slowest top-level tests; -times writes every top-level test's seconds to a file.
+// slowest top-level tests; -times writes every top-level test's seconds and
+// outcome (ok, FAIL, NEVER ended) to a file, slowest first.
 //
 // Why: CI keeps only the tail of a run's output. There a failing test's name
 // could be a thousand lines above the end, and no line said which test of a
@@ -140,7 +141,16 @@ func (s *summary) finish(slowest int, times string) error {
 	}
 	var b strings.Builder
 	for _, t := range ended {
-		fmt.Fprintf(&b, "%8.1f %s %s\n", t.seconds, t.pkg, t.name)
+		status := "ok"
+		if t.failed {
+			status = "FAIL"
+		}
+		fmt.Fprintf(&b, "%8.1f %-5s %s %s\n", t.seconds, status, t.pkg, t.name)
+	}
+	for _, t := range s.order {
+		if !t.ended {
+			fmt.Fprintf(&b, "%8s %-5s %s %s\n", "-", "NEVER", t.pkg, t.name)
+		}
 	}
 	return os.WriteFile(times, []byte(b.String()), 0o644)
 }
@@ -148,7 +158,7 @@ func (s *summary) finish(slowest int, times string) error {
 func main() {
 	verbose := flag.Bool("v", false, "print every test's output as it comes, as go test -v does")
 	slowest := flag.Int("slowest", 10, "how many of the slowest top-level tests to name at the end")
-	times := flag.String("times", "", "file to write each top-level test's seconds to, slowest first")
+	times := flag.String("times", "", "file to write each top-level test's seconds and outcome to, slowest first")
 	flag.Parse()
 	s := newSummary(os.Stdout, *verbose)
 	sc := bufio.NewScanner(os.Stdin)

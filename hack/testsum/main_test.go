@@ -54,6 +54,9 @@ func TestFailuresOnlyAndNamedAtTheEnd(t *testing.T) {
 	if strings.Contains(out, "NEVER ENDED") {
 		t.Errorf("every test ended, yet:\n%s", out)
 	}
+	if !strings.Contains(times, " FAIL  github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestLoud\n") {
+		t.Errorf("times does not say TestLoud failed:\n%s", times)
+	}
 	if first := strings.SplitN(times, "\n", 2)[0]; !strings.HasSuffix(first, " TestSlow") {
 		t.Errorf("times' first line is %q, want TestSlow's:\n%s", first, times)
 	}
@@ -72,7 +75,10 @@ func TestVerbosePrintsEverything(t *testing.T) {
 }
 
 func TestTimeoutNamesTheTestThatNeverEnded(t *testing.T) {
-	out, _ := run(t, false, "TESTSUM_HANG=1")
+	out, times := run(t, false, "TESTSUM_HANG=1")
+	if !strings.Contains(times, " NEVER github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestHang\n") {
+		t.Errorf("times does not say TestHang never ended:\n%s", times)
+	}
 	for _, want := range []string{"hang line", "panic: test timed out", "testsum: NEVER ENDED (a timeout or a panic; its output is above): TestHang"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
