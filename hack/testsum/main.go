@@ -58,7 +58,10 @@ func newSummary(w io.Writer, verbose bool) *summary {
 func (s *summary) add(e event) {
 	if e.Test == "" {
 		// build-output: a package's compile errors (Go 1.24 on).
-		if e.Action == "output" || e.Action == "build-output" {
+		// go test -json runs the binary as -v does, which ends a passing
+		// package with "PASS" before go test's own "ok" line: go test
+		// without -v prints only the latter.
+		if (e.Action == "output" || e.Action == "build-output") && (s.verbose || e.Output != "PASS\n") {
 			fmt.Fprint(s.w, e.Output)
 		}
 		if e.Action == "fail" {
