@@ -177,9 +177,14 @@ func seqs(n int) []int64 {
 
 // TestImageAnswersAtOperatorPath: the Tigera operator runs
 // `/usr/bin/otelcol --config=/etc/otel/config.yaml`, so the image answers there too.
+// Listing components needs no network: without --network, podman put the
+// container on its default bridge (10.88.0.0/16) through CNI, whose firewall
+// plugin failed in a cold CI run while test/cluster ran beside it ("Chain
+// 'CNI-FORWARD' does not exist"; most likely kube-router's restore of the
+// whole filter table), and 10/8 is no address of ours.
 func TestImageAnswersAtOperatorPath(t *testing.T) {
 	e := newEngine(t)
-	out := e.output(t, "run", "--rm", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+	out := e.output(t, "run", "--rm", "--network", "none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
 		"--entrypoint", "/usr/bin/otelcol", e.image, "components")
 	if !strings.Contains(out, "certwatch") {
 		t.Fatalf("/usr/bin/otelcol components does not list our components:\n%s", out)
