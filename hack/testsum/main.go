@@ -14,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -96,6 +97,24 @@ func (s *summary) add(e event) {
 	}
 }
 
+// read takes every event of a go test -json stream and returns how many lines
+// were not JSON: go test writes some errors (a package that does not build
+// with an older Go) as plain lines, which are printed as they are.
+func (s *summary) read(r io.Reader) (plain int, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			fmt.Fprintln(s.w, sc.Text())
+			plain++
+			continue
+		}
+		s.add(e)
+	}
+	return plain, sc.Err()
+}
+
 // finish prints what never ended, the failures and the slowest tests, and
 // writes every top-level test's seconds to times unless it is empty.
 func (s *summary) finish(slowest int, times string) error {
@@ -114,15 +133,7 @@ func (s *summary) finish(slowest int, times string) error {
 		}
 	}
 	ended := slices.DeleteFunc(slices.Clone(s.order), func(t *test) bool { return !t.ended })
-	slices.SortStableFunc(ended, func(a, b *test) int {
-		switch {
-		case a.seconds > b.seconds:
-			return -1
-		case a.seconds < b.seconds:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(ended, func(a, b *test) int { return cmp.Compare(b.seconds, a.seconds) })
 	if len(ended) > 0 && slowest > 0 {
 		var names []string
 		for _, t := range ended[:min(slowest, len(ended))] {
@@ -164,18 +175,7 @@ func main() {
 	times := flag.String("times", "", "file to write each top-level test's seconds and outcome to, slowest first")
 	flag.Parse()
 	s := newSummary(os.Stdout, *verbose)
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			// go test writes its build errors as plain lines.
-			fmt.Println(sc.Text())
-			continue
-		}
-		s.add(e)
-	}
-	if err := sc.Err(); err != nil {
+	if _, err := s.read(os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, "testsum: reading go test -json:", err)
 	}
 	if err := s.finish(*slowest, *times); err != nil {

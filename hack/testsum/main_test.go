@@ -3,9 +3,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,13 +19,9 @@ func run(t *testing.T, verbose bool, env ...string) (string, string) {
 	raw, _ := cmd.Output() // the fixture fails on purpose
 	var out bytes.Buffer
 	s := newSummary(&out, verbose)
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("go test -json wrote %q: %v", sc.Text(), err)
-		}
-		s.add(e)
+	plain, err := s.read(bytes.NewReader(raw))
+	if err != nil || plain != 0 {
+		t.Fatalf("go test -json wrote %d lines that are not JSON (%v):\n%s", plain, err, out.String())
 	}
 	times := filepath.Join(t.TempDir(), "times")
 	if err := s.finish(3, times); err != nil {
