@@ -24,7 +24,7 @@ func run(t *testing.T, verbose bool, env ...string) (string, string) {
 		t.Fatalf("go test -json wrote %d lines that are not JSON (%v):\n%s", plain, err, out.String())
 	}
 	times := filepath.Join(t.TempDir(), "times")
-	if err := s.finish(3, times); err != nil {
+	if err = s.finish(3, times); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(times)
