@@ -73,6 +73,13 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	down(cluster)
+	// What the shared install kept for every test (it outlives each one).
+	if installPKI != nil {
+		_ = os.RemoveAll(installPKI.dir)
+	}
+	if installOverlay != "" {
+		_ = os.RemoveAll(installOverlay)
+	}
 	os.Exit(code)
 }
 
@@ -116,9 +123,37 @@ func mustKubectl(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
 	out, err := kubectl(t, stdin, args...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v%s", err, clusterTrouble(t))
 	}
 	return out
+}
+
+// clusterTrouble says what is wrong with the cluster itself, for a failed wait: the
+// node's conditions that are not as they should be (DiskPressure evicts every pod
+// and admits none) and the latest warning events. Empty when it sees nothing.
+func clusterTrouble(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	conds, _ := kubectl(t, "", "get", "nodes", "-o",
+		`jsonpath={range .items[*]}{range .status.conditions[*]}{.type}={.status} {.message}{"\n"}{end}{end}`)
+	for _, line := range strings.Split(strings.TrimSpace(conds), "\n") {
+		typ, rest, _ := strings.Cut(line, "=")
+		if status, _, _ := strings.Cut(rest, " "); status != "" && (typ == "Ready") != (status == "True") {
+			fmt.Fprintf(&b, "\n  node condition %s", line)
+		}
+	}
+	events, _ := kubectl(t, "", "get", "events", "-A", "--field-selector", "type=Warning",
+		"--sort-by=.lastTimestamp", "-o", "custom-columns=NS:.metadata.namespace,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message", "--no-headers")
+	if lines := strings.Split(strings.TrimSpace(events), "\n"); events != "" {
+		b.WriteString("\n  latest warning events:")
+		for _, l := range lines[max(0, len(lines)-8):] {
+			b.WriteString("\n    " + strings.Join(strings.Fields(l), " "))
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\ncluster:" + b.String()
 }
 
 // sh runs a README command line (with $NS and friends from env) in dir, kubectl
@@ -150,5 +185,5 @@ func eventually(t *testing.T, what string, budget time.Duration, cond func() str
 		}
 		time.Sleep(time.Second)
 	}
-	t.Fatalf("%s: not within %s: %s", what, budget, why)
+	t.Fatalf("%s: not within %s: %s%s", what, budget, why, clusterTrouble(t))
 }
