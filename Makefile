@@ -81,7 +81,11 @@ GENERATED := cmd/ ':(glob)components/*/internal/metadata/**' ':(glob)components/
              ':(glob)components/*/generated_*_test.go'
 generate:
 	@mkdir -p cmd/otelcol-relay
-	$(GO) tool builder --config builder-config.yaml --skip-get-modules --skip-compilation
+	@# ocb makes an empty temporary directory for its default output path before
+	@# it reads output_path: in a TMPDIR of our own, so that none is left behind.
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+		echo "$(GO) tool builder --config builder-config.yaml --skip-get-modules --skip-compilation"; \
+		TMPDIR=$$tmp $(GO) tool builder --config builder-config.yaml --skip-get-modules --skip-compilation
 	@set -e; for m in $(METADATA); do \
 		echo "mdatagen $$m"; (cd $$(dirname $$m) && $(GO) tool mdatagen metadata.yaml); \
 	done
