@@ -5,7 +5,8 @@
 // output only once it has failed (everything as it comes with -v). At the end it
 // names the tests that failed, or never ended (a timeout or a panic), and the
 // slowest top-level tests; -times writes every top-level test's seconds and
-// outcome (ok, FAIL, NEVER ended) to a file, slowest first.
+// outcome (ok, FAIL, NEVER ended) to a file, slowest first, and after a failed
+// test's name its last message.
 //
 // Why: CI keeps only the tail of a run's output. There a failing test's name
 // could be a thousand lines above the end, and no line said which test of a
@@ -20,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -41,7 +43,14 @@ type test struct {
 	ended     bool
 	failed    bool
 	seconds   float64
+	// lastMsg is the last line a t.Log, t.Error or t.Fatal wrote (or a panic):
+	// in a failed test, usually why it failed.
+	lastMsg string
 }
+
+// message matches what testing writes for t.Log, t.Error and t.Fatal
+// ("    file_test.go:12: text"), and a panic's first line.
+var message = regexp.MustCompile(`^\s*(?:[\w.-]+\.go:\d+: |panic: )`)
 
 type summary struct {
 	w          io.Writer
@@ -80,6 +89,9 @@ func (s *summary) add(e event) {
 	}
 	switch e.Action {
 	case "output":
+		if message.MatchString(e.Output) {
+			t.lastMsg = strings.TrimSpace(e.Output)
+		}
 		if s.verbose {
 			fmt.Fprint(s.w, e.Output)
 		} else {
@@ -159,14 +171,23 @@ func (s *summary) finish(slowest int, times string) error {
 		if t.failed {
 			status = "FAIL"
 		}
-		fmt.Fprintf(&b, "%8.1f %-5s %s %s\n", t.seconds, status, t.pkg, t.name)
+		fmt.Fprintf(&b, "%8.1f %-5s %s %s%s\n", t.seconds, status, t.pkg, t.name, why(t))
 	}
 	for _, t := range s.order {
 		if !t.ended {
-			fmt.Fprintf(&b, "%8s %-5s %s %s\n", "-", "NEVER", t.pkg, t.name)
+			fmt.Fprintf(&b, "%8s %-5s %s %s%s\n", "-", "NEVER", t.pkg, t.name, why(t))
 		}
 	}
 	return os.WriteFile(times, []byte(b.String()), 0o644)
+}
+
+// why is what the times file says after a test that failed or never ended:
+// " # " and its last message, on one line.
+func why(t *test) string {
+	if (t.ended && !t.failed) || t.lastMsg == "" {
+		return ""
+	}
+	return " # " + strings.Join(strings.Fields(t.lastMsg), " ")
 }
 
 func main() {

@@ -48,8 +48,11 @@ func TestFailuresOnlyAndNamedAtTheEnd(t *testing.T) {
 	if strings.Contains(out, "NEVER ENDED") {
 		t.Errorf("every test ended, yet:\n%s", out)
 	}
-	if !strings.Contains(times, " FAIL  github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestLoud\n") {
+	if !strings.Contains(times, " FAIL  github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestLoud # fixture_test.go:17: loud failure\n") {
 		t.Errorf("times does not say TestLoud failed:\n%s", times)
+	}
+	if !strings.Contains(times, " TestParent # fixture_test.go:22: sub failure\n") {
+		t.Errorf("times does not give TestParent's failing subtest's message:\n%s", times)
 	}
 	if first := strings.SplitN(times, "\n", 2)[0]; !strings.HasSuffix(first, " TestSlow") {
 		t.Errorf("times' first line is %q, want TestSlow's:\n%s", first, times)
@@ -70,7 +73,7 @@ func TestVerbosePrintsEverything(t *testing.T) {
 
 func TestTimeoutNamesTheTestThatNeverEnded(t *testing.T) {
 	out, times := run(t, false, "TESTSUM_HANG=1")
-	if !strings.Contains(times, " NEVER github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestHang\n") {
+	if !strings.Contains(times, " NEVER github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestHang # panic: test timed out after 3s\n") {
 		t.Errorf("times does not say TestHang never ended:\n%s", times)
 	}
 	for _, want := range []string{"hang line", "panic: test timed out", "testsum: NEVER ENDED (a timeout or a panic; its output is above): TestHang"} {
