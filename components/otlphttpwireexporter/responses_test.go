@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,7 +120,8 @@ func exportOnce(t *testing.T, f exporter.Factory, raw map[string]any, s *scripte
 	require.NoError(t, exp.Shutdown(context.Background()))
 	o := outcome{Requests: s.requests(), Sent: sumOf(t, tel, "otelcol_exporter_sent_log_records"), Failed: sumOf(t, tel, "otelcol_exporter_send_failed_log_records")}
 	if err != nil {
-		o.Err, o.Permanent = err.Error(), consumererror.IsPermanent(err)
+		// each exporter has a backend of its own
+		o.Err, o.Permanent = strings.ReplaceAll(err.Error(), s.srv.URL, "https://backend"), consumererror.IsPermanent(err)
 	}
 	for _, e := range logs.FilterMessage("Exporting failed. Will retry the request after interval.").All() {
 		o.Intervals = append(o.Intervals, e.ContextMap()["interval"].(string))
@@ -129,6 +131,8 @@ func exportOnce(t *testing.T, f exporter.Factory, raw map[string]any, s *scripte
 		// net/http words the client's timeout as whichever of its timer and
 		// the request context's deadline it saw first
 		msg = clientTimeout.ReplaceAllString(msg, "client timeout")
+		// each exporter has a backend of its own
+		msg = strings.ReplaceAll(msg, s.srv.URL, "https://backend")
 		o.RetryErrs = append(o.RetryErrs, msg)
 	}
 	for _, e := range logs.FilterMessage("Partial success response").All() {
@@ -210,31 +214,37 @@ func TestResponsesAsOTLPHTTP(t *testing.T) {
 	} {
 		for _, compression := range []string{"gzip", "none"} {
 			t.Run(tc.name+"/"+compression, func(t *testing.T) {
-				s := newScriptedBackend(t)
-				raw := map[string]any{
-					"compression": compression,
-					"endpoint":    s.srv.URL,
-					"tls":         map[string]any{"ca_file": s.caFile},
-					// Long enough that only the slow answer meets it on a loaded
-					// machine (TLS handshakes under -race take their time);
-					// that one waits for it.
-					"timeout": "30s",
-					"retry_on_failure": map[string]any{
-						"initial_interval": "50ms", "randomization_factor": 0, "multiplier": 2, "max_interval": "5s", "max_elapsed_time": "1m",
-					},
-					"sending_queue": map[string]any{"enabled": false},
+				// A backend each: a request of the first exporter that reached
+				// a shared one late (the slow answer's, on a loaded machine)
+				// would be counted as the second's.
+				config := func(s *scriptedBackend) map[string]any {
+					raw := map[string]any{
+						"compression": compression,
+						"endpoint":    s.srv.URL,
+						"tls":         map[string]any{"ca_file": s.caFile},
+						// Long enough that only the slow answer meets it on a loaded
+						// machine (TLS handshakes under -race take their time);
+						// that one waits for it.
+						"timeout": "30s",
+						"retry_on_failure": map[string]any{
+							"initial_interval": "50ms", "randomization_factor": 0, "multiplier": 2, "max_interval": "5s", "max_elapsed_time": "1m",
+						},
+						"sending_queue": map[string]any{"enabled": false},
+					}
+					if tc.name == "slow answer past timeout" {
+						// The timeout covers the TLS handshake too: long enough that a
+						// handshake under -race on a loaded machine leaves time for the
+						// request to reach the slow handler.
+						raw["timeout"] = "5s"
+					}
+					return raw
 				}
-				if tc.name == "slow answer past timeout" {
-					// The timeout covers the TLS handshake too: long enough that a
-					// handshake under -race on a loaded machine leaves time for the
-					// request to reach the slow handler.
-					raw["timeout"] = "5s"
-				}
-				upstream := exportOnce(t, otlphttpexporter.NewFactory(), raw, s, tc.first)
-				wire := exportOnce(t, NewFactory(), raw, s, tc.first)
+				us, ws := newScriptedBackend(t), newScriptedBackend(t)
+				upstream := exportOnce(t, otlphttpexporter.NewFactory(), config(us), us, tc.first)
+				wire := exportOnce(t, NewFactory(), config(ws), ws, tc.first)
 				assert.Equal(t, upstream, wire, "otlp_http_wire's outcome is otlp_http's")
 				if tc.name == "slow answer past timeout" {
-					assert.Contains(t, upstream.RetryErrs, `failed to make an HTTP request: Post "`+s.srv.URL+`/v1/logs": client timeout`)
+					assert.Contains(t, upstream.RetryErrs, `failed to make an HTTP request: Post "https://backend/v1/logs": client timeout`)
 				}
 
 				// and upstream's is what the OTLP spec asks for
