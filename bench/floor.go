@@ -31,7 +31,8 @@ type gzipWriter interface {
 // klauspost/compress, which otlp_http_wire uses.
 func runFloor(variant string, chunks []e2e.Chunk) *runResult {
 	workers := 1
-	if variant == "floor-parallel" {
+	base, _ := splitVariant(variant)
+	if base == "floor-parallel" {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	before := rusage()
@@ -42,7 +43,7 @@ func runFloor(variant string, chunks []e2e.Chunk) *runResult {
 		wg.Go(func() {
 			var out bytes.Buffer
 			var zw gzipWriter
-			if variant == "floor-klauspost" {
+			if base == "floor-klauspost" {
 				zw, _ = kgzip.NewWriterLevel(&out, kgzip.DefaultCompression)
 			} else {
 				zw, _ = gzip.NewWriterLevel(&out, gzip.DefaultCompression)

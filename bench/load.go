@@ -3,7 +3,10 @@
 package main
 
 import (
+	"math/rand/v2"
 	"sort"
+	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -75,4 +78,88 @@ func (x *namespaceIndex) of(seq int64) string {
 		return ""
 	}
 	return chunkNamespace(x.chunks[i], x.namespaces)
+}
+
+// loadShape is what a variant's run suffixes change of the load (variants.go):
+// records per saturation request (0: 1,000) and the length of each record's
+// log line (0: the fixture's).
+type loadShape struct{ perRequest, bodyBytes int }
+
+// phases is one shape's pre-encoded load: the steady phase's requests (100
+// records each) at rate records/s, then the saturation phase's.
+type phases struct {
+	steady, sat []e2e.Chunk
+	rate        float64
+}
+
+// defaultRecordBytes is about what a fixture record's protobuf takes: a shape
+// with longer log lines sends fewer records, so that every shape moves about
+// as many bytes in each phase, and lasts about as long.
+const defaultRecordBytes = 1000
+
+// encodePhases pre-encodes shape's load for steadyN and satN records (of the
+// default shape: fewer of longer ones), the requests' pods in namespaces.
+func encodePhases(sh loadShape, steadyN, satN int, namespaces []string) *phases {
+	per := 1000
+	if sh.perRequest > 0 {
+		per = sh.perRequest
+	}
+	p := &phases{rate: *steadyRate}
+	if sh.bodyBytes > defaultRecordBytes {
+		scale := float64(defaultRecordBytes) / float64(sh.bodyBytes)
+		steadyN, satN, p.rate = int(float64(steadyN)*scale), int(float64(satN)*scale), p.rate*scale
+	}
+	steadyCount, satCount := max(steadyN/100, 1), max(satN/per, 10)
+	if sh.bodyBytes == 0 {
+		p.steady = encodeChunks(0, steadyCount, 100, namespaces)
+		p.sat = encodeChunks(int64(steadyCount*100), satCount, per, namespaces)
+		return p
+	}
+	edit := func(c e2e.Chunk, ld plog.Logs) {
+		if len(namespaces) > 1 || namespaces[0] != fixtureNamespace {
+			setNamespace(ld, chunkNamespace(c, namespaces))
+		}
+		setLogLine(ld, sh.bodyBytes, c.First)
+	}
+	p.steady = e2e.EncodeChunksWith(0, steadyCount, 100, edit)
+	p.sat = e2e.EncodeChunksWith(int64(steadyCount*100), satCount, per, edit)
+	return p
+}
+
+// logWords are what a longer log line is made of: text that compresses about
+// as a log does (gzip takes it to about a third), not a run of one letter.
+var logWords = strings.Fields("GET POST /api/v1/orders /healthz user_id= trace_id= status=200 status=503 latency_ms= " +
+	"upstream=payments-db retry=1 cache=miss cache=hit bytes= region=westeurope pod=checkout-7d9f8b6c5-x2x4z " +
+	"error: timeout connecting to 10.0.3.17:5432 after 30s, giving up; attempt of")
+
+// setLogLine makes each record's log line n bytes: its flow line, cut or
+// followed by words chosen from the record's sequence number.
+func setLogLine(ld plog.Logs, n int, first int64) {
+	seq := first
+	for i := 0; i < ld.ResourceLogs().Len(); i++ {
+		sls := ld.ResourceLogs().At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				body := lrs.At(k).Body()
+				if body.Type() != pcommon.ValueTypeMap {
+					continue
+				}
+				line, _ := body.Map().Get("log")
+				var b strings.Builder
+				b.Grow(n + 32)
+				b.WriteString(line.Str())
+				rng := rand.New(rand.NewPCG(uint64(seq), 1))
+				for b.Len() < n {
+					b.WriteByte(' ')
+					b.WriteString(logWords[rng.IntN(len(logWords))])
+					if rng.IntN(3) == 0 {
+						b.WriteString(strconv.Itoa(rng.IntN(100000)))
+					}
+				}
+				body.Map().PutStr("log", b.String()[:n])
+				seq++
+			}
+		}
+	}
 }

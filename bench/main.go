@@ -67,8 +67,15 @@ func main() {
 	log.Printf("pre-encoding payloads")
 	steadyN := int(*steadyRate * steadyDur.Seconds())
 	r.Namespaces = loadNamespaces()
-	steadyChunks := encodeChunks(0, steadyN/100, 100, r.Namespaces)
-	satChunks := encodeChunks(int64(steadyN), *satRecords/1000, 1000, r.Namespaces)
+	// Each load shape of -variants (variants.go's -reqN and -bodyN), encoded
+	// before the first run.
+	loads := map[loadShape]*phases{}
+	for _, v := range append([]string{"gateway"}, strings.Split(*variantList, ",")...) {
+		if sh := shapeOf(v); loads[sh] == nil {
+			loads[sh] = encodePhases(sh, steadyN, *satRecords, r.Namespaces)
+		}
+	}
+	satChunks := loads[loadShape{}].sat
 	r.PayloadBytes = avgRecordBytes(satChunks[0])
 
 	for _, v := range strings.Split(*variantList, ",") {
@@ -85,10 +92,11 @@ func main() {
 			log.Printf("run %d/%d: %s", i+1, *runs, v)
 			var res *runResult
 			var err error
+			load := loads[shapeOf(v)]
 			if isFloor(v) {
-				res = runFloor(v, satChunks)
+				res = runFloor(v, load.sat)
 			} else {
-				err = measure(v, func(t *runTB) { res = runVariant(t, v, steadyChunks, satChunks, r.Namespaces, i == *runs-1) })
+				err = measure(v, func(t *runTB) { res = runVariant(t, v, load, r.Namespaces, i == *runs-1) })
 			}
 			if err != nil {
 				log.Printf("%s run %d: %v", v, i+1, err)
@@ -96,6 +104,7 @@ func main() {
 				continue
 			}
 			res.Variant = v
+			res.SatRecordBytes = avgRecordBytes(load.sat[0])
 			r.Runs = append(r.Runs, res)
 			// Each run's own figures, so that a spread can be read back (the
 			// report keeps only medians and extremes).

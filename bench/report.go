@@ -91,6 +91,9 @@ func (r *report) write(dir string) error {
 
 	if len(r.Runs) > 0 {
 		r.writePerf(w)
+		if err := r.writeCurves(w, filepath.Join(dir, plotName+"-curves.png")); err != nil {
+			return err
+		}
 	}
 	if len(r.Scenarios) > 0 {
 		r.writeScenarios(w)

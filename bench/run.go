@@ -28,6 +28,9 @@ type runResult struct {
 	// admission or a full queue, transport errors): each one was received,
 	// perhaps decoded, and refused, which costs CPU without a record delivered.
 	SatRetries int
+	// SatRecordBytes is the mean OTLP protobuf size of a record of its
+	// saturation load (its shape's: -bodyN).
+	SatRecordBytes float64
 	// Timeline for the plot (the last run).
 	Series                 []point
 	Profile, ProfileSteady string
@@ -107,7 +110,8 @@ func (d delivery) lost(acked []int64, ns *namespaceIndex) (missing, misrouted in
 	return missing, misrouted
 }
 
-func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, namespaces []string, profile bool) *runResult {
+func runVariant(t *runTB, variant string, load *phases, namespaces []string, profile bool) *runResult {
+	steadyChunks, satChunks := load.steady, load.sat
 	steadyN, satN := scenario.Records(steadyChunks), scenario.Records(satChunks)
 	r, sinks := startVariant(t, variant, int64(steadyN+satN))
 	s, gw := r.Sink, r.GW
@@ -227,7 +231,7 @@ func runVariant(t *runTB, variant string, steadyChunks, satChunks []e2e.Chunk, n
 	// Steady: 10,000 records/s, 100 a request (upstream's load-test method).
 	time.Sleep(2 * time.Second) // let startup settle
 	phase0, cpu0 := time.Now(), cpuNow()
-	snd := r.Sender(4, *steadyRate)
+	snd := r.Sender(4, load.rate)
 	snd.Send(sendCtx, steadyChunks)
 	steadyProfiled := profileAsync(profile, 2*time.Second, gw.PprofAddr, variant, "steady", &res.ProfileSteady)
 	waitSender(snd, 10*time.Minute)

@@ -41,6 +41,7 @@ var variantInfo = map[string]string{
 	"gateway-groupbyattrs":     "the shipped gateway with upstream's `groupbyattrs/pod` (same keys) in the logs pipeline instead of `attributes_to_resource/pod` (components/attributestoresourceprocessor): it copies every record and builds a resource per record",
 	"gateway-filter":           "the shipped gateway with `config/recipes/drop-noise.yaml`'s `filter/noise` after the logs pipeline's processors, its health-check match also on a map body's `log` key so that the regular expression runs on every record: the bench's records (INFO flow lines) are all kept, so this is what judging every record costs, not what dropping saves",
 	"gateway-vendor":           "the shipped gateway plus a second backend (`backends:` entry vendor, OTLP/HTTP, mutual TLS, its own sink) that receives every record as it arrived, in the shared logs pipeline: the price of a second export of every record",
+	"gateway-backends4":        "gateway-vendor plus two more such backends (vendor-b, vendor-c), four in all: each one's share of the cost per record",
 	"gateway-redaction":        "gateway-vendor with `config/recipes/mask-for-vendor.yaml`'s `transform/mask` and `redaction/vendor` (body patterns also on a map body's `log` key; no record of the bench holds a match) on the vendor's backend entry: its own pipeline fed by `forward/logs`, its own copy of each request; over gateway-vendor, the price of masking every record",
 	"gateway-routed":           "the shipped gateway plus two backends routed by namespace (`route: {namespaces: [payments]}` to team-a, `[frontend]` to team-b), each in its own pipeline fed by `forward/logs` behind its `filter/route-<name>`, each on its own sink; the bench's records come from one namespace, so the load alternates its requests between payments and frontend (-namespaces): every record goes to the default backend and to one routed backend",
 	"gateway-pipeline":         "the typical one: gateway-filter's `filter/noise` in the shared logs pipeline, gateway-routed's two backends, and team-b's pipeline masking with gateway-redaction's `transform/mask` and `redaction/vendor` after its route (half the records, those from frontend, are masked)",
@@ -58,6 +59,10 @@ type runSuffix struct {
 	// in a pod with resources.limits.memory: gomemlimit and memory_limiter
 	// then size themselves from it instead of from the machine's memory.
 	memLimit int64
+	// perRequest is the records of each saturation request (0: 1,000), and
+	// bodyBytes the length of each record's log line (0: the fixture's, about
+	// 620 bytes of a 1 KB record): the load's shape, for the cost curves.
+	perRequest, bodyBytes int
 	// about is what the report adds to the variant's own line.
 	about func() string
 }
@@ -66,6 +71,12 @@ var runSuffixes = []runSuffix{
 	{suffix: "-alt", alt: true, about: func() string { return fmt.Sprintf("run on another build, %#q", *altBin) }},
 	{suffix: "-madvfree", env: []string{"GODEBUG=madvdontneed=0"}, about: func() string { return "run with `GODEBUG=madvdontneed=0`" }},
 	{suffix: "-protopool", flags: []string{"--feature-gates=pdata.useProtoPooling"}, about: func() string { return "run with `--feature-gates=pdata.useProtoPooling`" }},
+	// The cost curves: CPU per record against request size and record size.
+	{suffix: "-req10", perRequest: 10, about: func() string { return "saturation requests of 10 records" }},
+	{suffix: "-req100", perRequest: 100, about: func() string { return "saturation requests of 100 records" }},
+	{suffix: "-body200", bodyBytes: 200, about: func() string { return "each record's log line 200 bytes" }},
+	{suffix: "-body4k", bodyBytes: 4 << 10, about: func() string { return "each record's log line 4 KiB" }},
+	{suffix: "-body16k", bodyBytes: 16 << 10, about: func() string { return "each record's log line 16 KiB" }},
 	// deploy/base/statefulset.yaml's limits.memory.
 	{suffix: "-512mi", memLimit: 512 << 20, about: func() string {
 		return "run in a 512 MiB memory cgroup (the StatefulSet's limits.memory), so gomemlimit and memory_limiter size themselves from it"
@@ -125,7 +136,21 @@ func variantMemLimit(v string) int64 {
 }
 
 // isFloor says whether v is measured in process rather than as a collector.
-func isFloor(v string) bool { return v == "floor" || v == "floor-klauspost" || v == "floor-parallel" }
+func isFloor(v string) bool {
+	base, _ := splitVariant(v)
+	return base == "floor" || base == "floor-klauspost" || base == "floor-parallel"
+}
+
+// shapeOf is the load v runs with: its run suffixes' request and record sizes.
+func shapeOf(v string) loadShape {
+	var sh loadShape
+	_, with := splitVariant(v)
+	for _, rs := range with {
+		sh.perRequest = max(sh.perRequest, rs.perRequest)
+		sh.bodyBytes = max(sh.bodyBytes, rs.bodyBytes)
+	}
+	return sh
+}
 
 // describeVariant is variantInfo's line for v or, for a name it does not
 // list, its base variant's line and what each run suffix changes.
@@ -176,6 +201,7 @@ var variantOverlays = map[string][]string{
 	"gateway-groupbyattrs":   {"groupbyattrs.yaml"},
 	"gateway-filter":         {"noise-filter.yaml"},
 	"gateway-vendor":         {"vendor-backend.yaml"},
+	"gateway-backends4":      {"three-more-backends.yaml"},
 	"gateway-redaction":      {"masking-processors.yaml", "vendor-backend-masked.yaml"},
 	"gateway-routed":         {"namespace-routed-backends.yaml"},
 	"gateway-pipeline":       {"noise-filter.yaml", "masking-processors.yaml", "namespace-routed-backends-masked.yaml"},
@@ -197,6 +223,7 @@ type benchBackend struct {
 // the default backend and each of these its route selects, no more.
 var variantBackends = map[string][]benchBackend{
 	"gateway-vendor":    {{name: "vendor"}},
+	"gateway-backends4": {{name: "vendor"}, {name: "vendor-b"}, {name: "vendor-c"}},
 	"gateway-redaction": {{name: "vendor"}},
 	"gateway-routed":    {{name: "team-a", namespaces: []string{"payments"}}, {name: "team-b", namespaces: []string{"frontend"}}},
 	"gateway-pipeline":  {{name: "team-a", namespaces: []string{"payments"}}, {name: "team-b", namespaces: []string{"frontend"}}},

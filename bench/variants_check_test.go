@@ -63,6 +63,7 @@ var variantWitness = map[string][][2]string{
 	"gateway-groupbyattrs":   {{"service::pipelines::logs::processors", "[memory_limiter groupbyattrs/pod k8s_attributes/logs]"}},
 	"gateway-filter":         {{"service::pipelines::logs::processors", "[memory_limiter attributes_to_resource/pod k8s_attributes/logs filter/noise]"}},
 	"gateway-vendor":         {{"service::pipelines::logs::exporters", "[otlp_http_wire/default otlp_http_wire/vendor]"}, {"service::pipelines::metrics::exporters", "[otlp_http_wire/default]"}},
+	"gateway-backends4":      {{"service::pipelines::logs::exporters", "[otlp_http_wire/default otlp_http_wire/vendor otlp_http_wire/vendor-b otlp_http_wire/vendor-c]"}},
 	"gateway-redaction":      {{"service::pipelines::logs::exporters", "[otlp_http_wire/default forward/logs]"}, {"service::pipelines::logs/backend-vendor::processors", "[transform/mask redaction/vendor]"}},
 	"gateway-routed":         {{"service::pipelines::logs/backend-team-a::processors", "[filter/route-team-a]"}, {"service::pipelines::logs/backend-team-b::processors", "[filter/route-team-b]"}, {"processors::filter/route-team-b::logs::resource", `[not (resource.attributes["k8s.namespace.name"] == "frontend")]`}},
 	"gateway-pipeline":       {{"service::pipelines::logs::processors", "[memory_limiter attributes_to_resource/pod k8s_attributes/logs filter/noise]"}, {"service::pipelines::logs/backend-team-a::processors", "[filter/route-team-a]"}, {"service::pipelines::logs/backend-team-b::processors", "[filter/route-team-b transform/mask redaction/vendor]"}},
