@@ -112,6 +112,16 @@ func main() {
 		}
 	}
 
+	counts, err := parsePodCounts()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if len(counts) > 0 {
+		if r.Pods, err = runPods(counts); err != nil {
+			log.Printf("pods: %v", err)
+			r.Errors = append(r.Errors, err.Error())
+		}
+	}
 	if *scenarios {
 		sat := r.median("gateway", func(x *runResult) float64 { return x.SatRate })
 		r.Scenarios = runScenarios(sat, satChunks)

@@ -20,6 +20,7 @@ type report struct {
 	Namespaces        []string // the namespaces the requests' pods take in turn
 	Runs              []*runResult
 	Scenarios         []*scenarioRun
+	Pods              []podsPoint // memory against the pods in the cluster (-pods)
 	Errors            []string
 }
 
@@ -95,6 +96,7 @@ func (r *report) write(dir string) error {
 			return err
 		}
 	}
+	r.writePods(w)
 	if len(r.Scenarios) > 0 {
 		r.writeScenarios(w)
 	}

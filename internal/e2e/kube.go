@@ -271,6 +271,15 @@ func (k *Kube) InCluster(t *testing.T, token string) []string {
 // answer, e.g. for `validate`).
 func InPod(t *testing.T, token string, caPEM []byte, host, port string) []string {
 	t.Helper()
+	env, wrapper := InPodBinary(t, token, caPEM, host, port)
+	t.Setenv(BinaryEnv, wrapper)
+	return env
+}
+
+// InPodBinary is InPod for any harness (the benchmark's runner too): it returns
+// the wrapper to run (Options.Binary) instead of setting it for the test.
+func InPodBinary(t tb.T, token string, caPEM []byte, host, port string) (env []string, wrapper string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("running a collector with an in-cluster ServiceAccount needs root (a private mount namespace over /run); uid is %d", os.Geteuid())
 	}
@@ -283,7 +292,7 @@ func InPod(t *testing.T, token string, caPEM []byte, host, port string) []string
 	testcerts.WriteFile(t, filepath.Join(sa, "namespace"), []byte("otelcol-relay"))
 
 	bin := Binary(t)
-	wrapper := filepath.Join(t.TempDir(), "otelcol-relay-incluster")
+	wrapper = filepath.Join(t.TempDir(), "otelcol-relay-incluster")
 	script := `#!/bin/sh
 # Runs the collector in a private mount namespace where the ServiceAccount files of
 # $E2E_SA_DIR sit where a pod has them (and where deploy/ projects the federation token). exec keeps one PID for signals.
@@ -300,12 +309,11 @@ exec "$0" "$@"' ` + shellQuote(bin) + ` "$@"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(BinaryEnv, wrapper)
 	return []string{
 		"E2E_SA_DIR=" + sa,
 		"KUBERNETES_SERVICE_HOST=" + host,
 		"KUBERNETES_SERVICE_PORT=" + port,
-	}
+	}, wrapper
 }
 
 func shellQuote(s string) string {

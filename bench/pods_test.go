@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A metric's series are summed whatever their labels, and a metric whose name
+// only begins the same is not.
+func TestMetricSum(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "# HELP otelcol_k8s_watcher_pod_added x\n# TYPE otelcol_k8s_watcher_pod_added counter\n"+
+			"otelcol_k8s_watcher_pod_added{a=\"1\"} 150\notelcol_k8s_watcher_pod_added_total 50\n"+
+			"otelcol_k8s_watcher_pod_added_later 7\notelcol_k8s_watcher_pod_cache_size 600\n")
+	}))
+	defer srv.Close()
+	if got := metricSum(strings.TrimPrefix(srv.URL, "http://"), "otelcol_k8s_watcher_pod_added"); got != 200 {
+		t.Errorf("sum %v, want 200", got)
+	}
+	if got := metricSum("127.0.0.1:1", "x"); got != 0 {
+		t.Errorf("unreachable endpoint: %v, want 0", got)
+	}
+}
+
+func TestParsePodCounts(t *testing.T) {
+	old := *podCounts
+	t.Cleanup(func() { *podCounts = old })
+	for in, want := range map[string]string{
+		"":                 "[] <nil>",
+		"1000,10000,50000": "[1000 10000 50000] <nil>",
+		"1000,1000":        `[] -pods "1000,1000": want increasing counts of at least 100`,
+		"10":               `[] -pods "10": want increasing counts of at least 100`,
+		"1k":               `[] -pods "1k": want increasing counts of at least 100`,
+	} {
+		*podCounts = in
+		got, err := parsePodCounts()
+		if s := fmt.Sprint(got, " ", err); s != want && !(len(got) == 0 && fmt.Sprint("[] ", err) == want) {
+			t.Errorf("%q: %s, want %s", in, s, want)
+		}
+	}
+}
+
+func TestWritePods(t *testing.T) {
+	r := &report{Pods: []podsPoint{
+		{Pods: 1000, RelayRSS: 97, RelayAnon: 30, AgentPods: 100, AgentRSS: 96, AgentAnon: 26, RelaySynced: 400 * time.Millisecond, CreatedPerSecs: 146},
+		{Pods: 11000, RelayRSS: 230, RelayAnon: 160, AgentPods: 100, AgentRSS: 97, AgentAnon: 27, RelaySynced: 3 * time.Second, CreatedPerSecs: 150},
+	}}
+	var b strings.Builder
+	r.writePods(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
+	for _, want := range []string{"| 1000 | 97 | 30 | - | 400ms | 100 | 96 | 26 | 146 |", "| 11000 | 230 | 160 | 13.3 | 3s | 100 | 97 | 27 | 150 |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
