@@ -60,6 +60,7 @@ var variantWitness = map[string][][2]string{
 	"gateway-gc200":          {{"extensions::gomemlimit::gc_percent", "200"}},
 	"gateway-gc300":          {{"extensions::gomemlimit::gc_percent", "300"}},
 	"gateway-gzip1":          {{"exporters::otlp_http_wire/default::compression_params::level", "1"}},
+	"gateway-zstd":           {{"exporters::otlp_http_wire/default::compression", "zstd"}},
 	"gateway-groupbyattrs":   {{"service::pipelines::logs::processors", "[memory_limiter groupbyattrs/pod k8s_attributes/logs]"}},
 	"gateway-filter":         {{"service::pipelines::logs::processors", "[memory_limiter attributes_to_resource/pod k8s_attributes/logs filter/noise]"}},
 	"gateway-vendor":         {{"service::pipelines::logs::exporters", "[otlp_http_wire/default otlp_http_wire/vendor]"}, {"service::pipelines::metrics::exporters", "[otlp_http_wire/default]"}},
