@@ -64,12 +64,16 @@ func TestCurves(t *testing.T) {
 // on from the steady phase, and a longer line means fewer records.
 func TestEncodePhasesShapes(t *testing.T) {
 	p := encodePhases(loadShape{perRequest: 10, bodyBytes: 4096}, 2000, 40000, []string{fixtureNamespace})
-	// 4 KiB lines: a quarter of the records (2000 and 40000 scaled by 1000/4096)
-	if len(p.steady) != 4 || p.steady[0].N != 100 || len(p.sat) != 976 || p.sat[0].N != 10 {
-		t.Fatalf("steady %d requests of %d, saturation %d of %d: want 4 of 100 and 976 of 10", len(p.steady), p.steady[0].N, len(p.sat), p.sat[0].N)
+	// 4 KiB lines: a quarter of the records (2000 and 40000 scaled by
+	// 1000/4096), the steady phase's requests a quarter as large (24 records)
+	if len(p.steady) != 20 || p.steady[0].N != 24 || len(p.sat) != 976 || p.sat[0].N != 10 {
+		t.Fatalf("steady %d requests of %d, saturation %d of %d: want 20 of 24 and 976 of 10", len(p.steady), p.steady[0].N, len(p.sat), p.sat[0].N)
 	}
-	if p.sat[0].First != 400 {
-		t.Errorf("saturation starts at record %d, want 400", p.sat[0].First)
+	if p.sat[0].First != 480 {
+		t.Errorf("saturation starts at record %d, want 480", p.sat[0].First)
+	}
+	if big := encodePhases(loadShape{bodyBytes: 16 << 10}, 2000, 40000, []string{fixtureNamespace}); big.sat[0].N != 61 || big.perRequest != 61 {
+		t.Errorf("16 KiB lines: saturation requests of %d records, want 61 (about 1 MB)", big.sat[0].N)
 	}
 	ld := decodeChunk(t, p.sat[0])
 	lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(3)
@@ -77,7 +81,7 @@ func TestEncodePhasesShapes(t *testing.T) {
 	if n := len(line.Str()); n != 4096 {
 		t.Errorf("log line of %d bytes, want 4096", n)
 	}
-	if !strings.Contains(line.Str(), "seq=403 ") {
+	if !strings.Contains(line.Str(), "seq=483 ") {
 		t.Errorf("log line does not keep its flow line: %.120s", line.Str())
 	}
 	if line.Type() != pcommon.ValueTypeStr || strings.Count(line.Str(), "x") > 1000 {

@@ -90,6 +90,7 @@ type loadShape struct{ perRequest, bodyBytes int }
 type phases struct {
 	steady, sat []e2e.Chunk
 	rate        float64
+	perRequest  int // records a saturation request
 }
 
 // defaultRecordBytes is about what a fixture record's protobuf takes: a shape
@@ -100,19 +101,27 @@ const defaultRecordBytes = 1000
 // encodePhases pre-encodes shape's load for steadyN and satN records (of the
 // default shape: fewer of longer ones), the requests' pods in namespaces.
 func encodePhases(sh loadShape, steadyN, satN int, namespaces []string) *phases {
-	per := 1000
+	per, steadyPer := 1000, 100
 	if sh.perRequest > 0 {
 		per = sh.perRequest
 	}
 	p := &phases{rate: *steadyRate}
 	if sh.bodyBytes > defaultRecordBytes {
+		// Fewer records, and fewer a request: requests stay about 1 MB at
+		// saturation, as fluent-bit's chunks (at most 2 MB) do, and under the
+		// receiver's 8 MiB limit, which 1,000 records of 16 KiB are not.
 		scale := float64(defaultRecordBytes) / float64(sh.bodyBytes)
 		steadyN, satN, p.rate = int(float64(steadyN)*scale), int(float64(satN)*scale), p.rate*scale
+		steadyPer = max(int(float64(steadyPer)*scale), 1)
+		if sh.perRequest == 0 {
+			per = max(int(float64(per)*scale), 1)
+		}
 	}
-	steadyCount, satCount := max(steadyN/100, 1), max(satN/per, 10)
+	steadyCount, satCount := max(steadyN/steadyPer, 1), max(satN/per, 10)
+	p.perRequest = per
 	if sh.bodyBytes == 0 {
-		p.steady = encodeChunks(0, steadyCount, 100, namespaces)
-		p.sat = encodeChunks(int64(steadyCount*100), satCount, per, namespaces)
+		p.steady = encodeChunks(0, steadyCount, steadyPer, namespaces)
+		p.sat = encodeChunks(int64(steadyCount*steadyPer), satCount, per, namespaces)
 		return p
 	}
 	edit := func(c e2e.Chunk, ld plog.Logs) {
@@ -121,8 +130,8 @@ func encodePhases(sh loadShape, steadyN, satN int, namespaces []string) *phases 
 		}
 		setLogLine(ld, sh.bodyBytes, c.First)
 	}
-	p.steady = e2e.EncodeChunksWith(0, steadyCount, 100, edit)
-	p.sat = e2e.EncodeChunksWith(int64(steadyCount*100), satCount, per, edit)
+	p.steady = e2e.EncodeChunksWith(0, steadyCount, steadyPer, edit)
+	p.sat = e2e.EncodeChunksWith(int64(steadyCount*steadyPer), satCount, per, edit)
 	return p
 }
 
