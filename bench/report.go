@@ -92,7 +92,7 @@ func (r *report) write(dir string) error {
 
 	if len(r.Runs) > 0 {
 		r.writePerf(w)
-		if err := r.writeCurves(w, filepath.Join(dir, plotName+"-curves.png")); err != nil {
+		if err := r.writeCurves(w, filepath.Join(dir, plotName+"-cost.png")); err != nil {
 			return err
 		}
 	}
