@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/pprof/profile"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +51,7 @@ const (
 type podsPoint struct {
 	Pods                          int
 	RelayRSS, RelayAnon           float64
+	RelayLive                     float64 // heap in use after a collection
 	AgentRSS, AgentAnon           float64
 	AgentPods                     int
 	RelaySynced, AgentSynced      time.Duration // from start to every pod in its table
@@ -84,10 +87,10 @@ func runPods(counts []int) ([]podsPoint, error) {
 			p.CreatedPerSecs = float64(n-created) / p.CreateSeconds
 			created = n
 			log.Printf("pods: %d in the API server (%.0f created a second)", n, p.CreatedPerSecs)
-			p.RelayRSS, p.RelayAnon, p.RelaySynced = relayMemory(t, k, n)
+			p.RelayRSS, p.RelayAnon, p.RelayLive, p.RelaySynced = relayMemory(t, k, n)
 			p.AgentPods = min(n, podsPerNode)
 			p.AgentRSS, p.AgentAnon, p.AgentSynced = agentMemory(t, k, agentToken, p.AgentPods)
-			log.Printf("pods: %d: relay %.0f MiB (anon %.0f), agent %.0f MiB (anon %.0f)", n, p.RelayRSS, p.RelayAnon, p.AgentRSS, p.AgentAnon)
+			log.Printf("pods: %d: relay %.0f MiB (anon %.0f, live heap %.0f), agent %.0f MiB (anon %.0f)", n, p.RelayRSS, p.RelayAnon, p.RelayLive, p.AgentRSS, p.AgentAnon)
 			points = append(points, p)
 		}
 	})
@@ -227,12 +230,46 @@ func createPod(ctx context.Context, c *kubernetes.Clientset, i int, rs types.UID
 
 // relayMemory starts the shipped gateway against k and reads its memory once
 // its k8s_attributes holds all n pods.
-func relayMemory(t *runTB, k *e2e.Kube, n int) (rss, anon float64, synced time.Duration) {
+func relayMemory(t *runTB, k *e2e.Kube, n int) (rss, anon, live float64, synced time.Duration) {
 	r := scenario.NewRig(t, scenario.RigOptions{Env: []string{"KUBECONFIG=" + k.Kubeconfig}})
 	start := time.Now()
 	col := r.Start(t)
 	defer col.Stop(time.Minute) //nolint:errcheck // the measurement is taken
-	return settledMemory(t, col, r.GW.MetricsAddr, n, start)
+	rss, anon, synced = settledMemory(t, col, r.GW.MetricsAddr, n, start)
+	return rss, anon, liveHeap(t, r.GW.PprofAddr, n), synced
+}
+
+// liveHeap is the collector's heap in use right after a collection, MiB: what
+// a memory limit must hold whatever GOGC lets accumulate above it. Its heap
+// profile is kept (pods-<n>-relay.heap.pprof, `go tool pprof -sample_index=inuse_space`).
+func liveHeap(t *runTB, pprofAddr string, n int) float64 {
+	file := profilePath("relay", fmt.Sprintf("pods%d", n), "heap.pprof")
+	if err := saveProfile("http://"+pprofAddr+"/debug/pprof/heap?gc=1", file); err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	idx := -1
+	for i, st := range p.SampleType {
+		if st.Type == "inuse_space" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("heap profile has no inuse_space")
+	}
+	var sum int64
+	for _, s := range p.Sample {
+		sum += s.Value[idx]
+	}
+	return float64(sum) / (1 << 20)
 }
 
 // agentMemory starts the shipped agent (deploy/agent/agent.yaml) as on node
@@ -315,15 +352,15 @@ func (r *report) writePods(w func(string, ...any)) {
 		return
 	}
 	w("## Memory against the pods in the cluster\n\n")
-	w("A real kube-apiserver holding that many pods (%d a node, %d a ReplicaSet, in %d namespaces, each with two containers, labels, annotations and a status as a kubelet writes it); a fresh relay (config/gateway.yaml, its k8s_attributes watching every pod and ReplicaSet) and a fresh agent (deploy/agent/agent.yaml on %s, watching its node's pods only) for each count, read 10 s after each has added every pod it watches. MiB; anon is the heap and stacks.\n\n", podsPerNode, podsPerReplicaSet, podNamespaces, agentNode)
-	w("| pods | relay RSS | relay anon | relay, KiB a pod over the first count | relay synced after | agent's pods | agent RSS | agent anon | pods created a second |\n|---|---|---|---|---|---|---|---|---|\n")
+	w("A real kube-apiserver holding that many pods (%d a node, %d a ReplicaSet, in %d namespaces, each with two containers, labels, annotations and a status as a kubelet writes it); a fresh relay (config/gateway.yaml, its k8s_attributes watching every pod and ReplicaSet) and a fresh agent (deploy/agent/agent.yaml on %s, watching its node's pods only) for each count, read 10 s after each has added every pod it watches. MiB; anon is the heap and stacks, the live heap what the relay's heap holds right after a collection (its heap profile, under -profiles).\n\n", podsPerNode, podsPerReplicaSet, podNamespaces, agentNode)
+	w("| pods | relay RSS | relay anon | relay live heap | live heap, KiB a pod over the first count | relay synced after | agent's pods | agent RSS | agent anon | pods created a second |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	first := r.Pods[0]
 	for _, p := range r.Pods {
 		per := "-"
 		if p.Pods > first.Pods {
-			per = fmt.Sprintf("%.1f", (p.RelayAnon-first.RelayAnon)*1024/float64(p.Pods-first.Pods))
+			per = fmt.Sprintf("%.1f", (p.RelayLive-first.RelayLive)*1024/float64(p.Pods-first.Pods))
 		}
-		w("| %d | %.0f | %.0f | %s | %s | %d | %.0f | %.0f | %.0f |\n", p.Pods, p.RelayRSS, p.RelayAnon, per,
+		w("| %d | %.0f | %.0f | %.0f | %s | %s | %d | %.0f | %.0f | %.0f |\n", p.Pods, p.RelayRSS, p.RelayAnon, p.RelayLive, per,
 			p.RelaySynced.Round(100*time.Millisecond), p.AgentPods, p.AgentRSS, p.AgentAnon, p.CreatedPerSecs)
 	}
 	w("\n")
