@@ -126,8 +126,8 @@ func checkGatewayPod(t *testing.T, sts *appsv1.StatefulSet) {
 			t.Errorf("volume mount %s uses subPath: rotated files would never reach the collector", m.Name)
 		}
 	}
-	if got := c.Resources.Requests.Memory().String() + "/" + c.Resources.Limits.Memory().String(); got != "256Mi/512Mi" {
-		t.Errorf("memory request/limit = %s, want 256Mi/512Mi", got)
+	if got := c.Resources.Requests.Memory().String() + "/" + c.Resources.Limits.Memory().String(); got != "384Mi/512Mi" {
+		t.Errorf("memory request/limit = %s, want 384Mi/512Mi", got)
 	}
 	if len(sts.Spec.VolumeClaimTemplates) != 1 {
 		t.Errorf("want one volumeClaimTemplate for the queue, got %d", len(sts.Spec.VolumeClaimTemplates))
