@@ -40,7 +40,7 @@ func TestParsePodCounts(t *testing.T) {
 	} {
 		*podCounts = in
 		got, err := parsePodCounts()
-		if s := fmt.Sprint(got, " ", err); s != want && !(len(got) == 0 && fmt.Sprint("[] ", err) == want) {
+		if s := fmt.Sprint(got, " ", err); s != want {
 			t.Errorf("%q: %s, want %s", in, s, want)
 		}
 	}
