@@ -3,21 +3,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"log"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/pprof/profile"
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,32 +137,15 @@ func createPods(t *runTB, k *e2e.Kube, from, to int) {
 	parallel(t, from, to, func(i int) error { return createPod(ctx, c, i, uids[i/podsPerReplicaSet-rsFrom]) })
 }
 
-// parallel runs f(from..to-1) on 16 goroutines and fails on the first error.
+// parallel runs f(from..to-1), 16 at a time, and fails on the first error.
 func parallel(t *runTB, from, to int, f func(int) error) {
-	var next atomic.Int64
-	next.Store(int64(from))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= to {
-					return
-				}
-				if err := f(i); err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-					return
-				}
-			}
-		})
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := from; i < to; i++ {
+		g.Go(func() error { return f(i) })
 	}
-	wg.Wait()
-	if firstErr != nil {
-		t.Fatal(firstErr)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -243,16 +223,14 @@ func relayMemory(t *runTB, k *e2e.Kube, n int) (rss, anon, live float64, synced 
 // a memory limit must hold whatever GOGC lets accumulate above it. Its heap
 // profile is kept (pods-<n>-relay.heap.pprof, `go tool pprof -sample_index=inuse_space`).
 func liveHeap(t *runTB, pprofAddr string, n int) float64 {
-	file := profilePath("relay", fmt.Sprintf("pods%d", n), "heap.pprof")
-	if err := saveProfile("http://"+pprofAddr+"/debug/pprof/heap?gc=1", file); err != nil {
+	raw, err := e2e.Get("http://"+pprofAddr+"/debug/pprof/heap?gc=1", time.Minute)
+	if err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
-	f, err := os.Open(file)
-	if err != nil {
+	if err = os.WriteFile(profilePath("relay", fmt.Sprintf("pods%d", n), "heap.pprof"), raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	p, err := profile.Parse(f)
+	p, err := profile.ParseData(raw)
 	if err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
@@ -305,7 +283,7 @@ func agentMemory(t *runTB, k *e2e.Kube, token string, n int) (rss, anon float64,
 func settledMemory(t *runTB, col *e2e.Collector, metricsAddr string, n int, start time.Time) (rss, anon float64, synced time.Duration) {
 	var added float64
 	if !otlpfixture.WaitFor(10*time.Minute, func() bool {
-		added = metricSum(metricsAddr, "otelcol_k8s_watcher_pod_added")
+		added = e2e.MetricSum(metricsAddr, "otelcol_k8s_watcher_pod_added")
 		return added >= float64(n) || !col.Running()
 	}) || !col.Running() {
 		t.Fatalf("k8s_attributes added %.0f of %d pods (running: %v): %s", added, n, col.Running(), e2e.Tail(col.Output(), 800))
@@ -317,33 +295,6 @@ func settledMemory(t *runTB, col *e2e.Collector, metricsAddr string, n int, star
 		t.Fatal(err)
 	}
 	return float64(st.RSS) / (1 << 20), float64(st.Anon) / (1 << 20), synced
-}
-
-// metricSum is the sum of every series of a metric on a collector's
-// Prometheus endpoint, 0 when it cannot be read.
-func metricSum(addr, name string) float64 {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		rest := line[len(name):]
-		if rest != "" && rest[0] != '{' && rest[0] != ' ' && !strings.HasPrefix(rest, "_total") {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
 }
 
 // writePods writes the memory curve's table.

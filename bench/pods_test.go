@@ -4,29 +4,10 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 )
-
-// A metric's series are summed whatever their labels, and a metric whose name
-// only begins the same is not.
-func TestMetricSum(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, "# HELP otelcol_k8s_watcher_pod_added x\n# TYPE otelcol_k8s_watcher_pod_added counter\n"+
-			"otelcol_k8s_watcher_pod_added{a=\"1\"} 150\notelcol_k8s_watcher_pod_added_total 50\n"+
-			"otelcol_k8s_watcher_pod_added_later 7\notelcol_k8s_watcher_pod_cache_size 600\n")
-	}))
-	defer srv.Close()
-	if got := metricSum(strings.TrimPrefix(srv.URL, "http://"), "otelcol_k8s_watcher_pod_added"); got != 200 {
-		t.Errorf("sum %v, want 200", got)
-	}
-	if got := metricSum("127.0.0.1:1", "x"); got != 0 {
-		t.Errorf("unreachable endpoint: %v, want 0", got)
-	}
-}
 
 func TestParsePodCounts(t *testing.T) {
 	old := *podCounts
