@@ -35,15 +35,8 @@ func shapeSuffixes() []runSuffix {
 // unshaped is v without the load-shape suffixes at its end: the collector
 // (or floor) the point is of.
 func unshaped(v string) string {
-	for peeled := true; peeled; {
-		peeled = false
-		for _, rs := range shapeSuffixes() {
-			if b, ok := strings.CutSuffix(v, rs.suffix); ok {
-				v, peeled = b, true
-			}
-		}
-	}
-	return v
+	rest, _ := peel(v, shapeSuffixes())
+	return rest
 }
 
 // curvePoint is one variant's place on a curve.
@@ -142,7 +135,8 @@ func (r *report) writeCurves(w func(string, ...any), plotPath string) error {
 			n := 1 + len(backendsOf(v))
 			share := "-"
 			if n > 1 && one > 0 {
-				share = fmt.Sprintf("%.2f µs (%.0f%% of one backend's gateway)", (r.median(v, usPerRecord)-one)/float64(n-1), 100*(r.median(v, usPerRecord)-one)/float64(n-1)/one)
+				each := (r.median(v, usPerRecord) - one) / float64(n-1)
+				share = fmt.Sprintf("%.2f µs (%.0f%% of one backend's gateway)", each, 100*each/one)
 			}
 			w("| %s | %d | %s | %s |\n", v, n, r.cell(v, usPerRecord, "%.2f"), share)
 		}

@@ -85,12 +85,13 @@ func (x *namespaceIndex) of(seq int64) string {
 // log line (0: the fixture's).
 type loadShape struct{ perRequest, bodyBytes int }
 
-// phases is one shape's pre-encoded load: the steady phase's requests (100
-// records each) at rate records/s, then the saturation phase's.
+// phases is one shape's pre-encoded load: the steady phase's requests at rate
+// records/s, then the saturation phase's, whose records take recordBytes of
+// OTLP protobuf each on average.
 type phases struct {
 	steady, sat []e2e.Chunk
 	rate        float64
-	perRequest  int // records a saturation request
+	recordBytes float64
 }
 
 // defaultRecordBytes is about what a fixture record's protobuf takes: a shape
@@ -118,20 +119,20 @@ func encodePhases(sh loadShape, steadyN, satN int, namespaces []string) *phases 
 		}
 	}
 	steadyCount, satCount := max(steadyN/steadyPer, 1), max(satN/per, 10)
-	p.perRequest = per
 	if sh.bodyBytes == 0 {
 		p.steady = encodeChunks(0, steadyCount, steadyPer, namespaces)
 		p.sat = encodeChunks(int64(steadyCount*steadyPer), satCount, per, namespaces)
-		return p
-	}
-	edit := func(c e2e.Chunk, ld plog.Logs) {
-		if len(namespaces) > 1 || namespaces[0] != fixtureNamespace {
-			setNamespace(ld, chunkNamespace(c, namespaces))
+	} else {
+		edit := func(c e2e.Chunk, ld plog.Logs) {
+			if len(namespaces) > 1 || namespaces[0] != fixtureNamespace {
+				setNamespace(ld, chunkNamespace(c, namespaces))
+			}
+			setLogLine(ld, sh.bodyBytes, c.First)
 		}
-		setLogLine(ld, sh.bodyBytes, c.First)
+		p.steady = e2e.EncodeChunksWith(0, steadyCount, steadyPer, edit)
+		p.sat = e2e.EncodeChunksWith(int64(steadyCount*steadyPer), satCount, per, edit)
 	}
-	p.steady = e2e.EncodeChunksWith(0, steadyCount, steadyPer, edit)
-	p.sat = e2e.EncodeChunksWith(int64(steadyCount*steadyPer), satCount, per, edit)
+	p.recordBytes = avgRecordBytes(p.sat[0])
 	return p
 }
 

@@ -76,7 +76,7 @@ func main() {
 		}
 	}
 	satChunks := loads[loadShape{}].sat
-	r.PayloadBytes = avgRecordBytes(satChunks[0])
+	r.PayloadBytes = loads[loadShape{}].recordBytes
 
 	for _, v := range strings.Split(*variantList, ",") {
 		if runsAlt(v) && *altBin == "" {
@@ -104,7 +104,7 @@ func main() {
 				continue
 			}
 			res.Variant = v
-			res.SatRecordBytes = avgRecordBytes(load.sat[0])
+			res.SatRecordBytes = load.recordBytes
 			r.Runs = append(r.Runs, res)
 			// Each run's own figures, so that a spread can be read back (the
 			// report keeps only medians and extremes).

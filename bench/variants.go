@@ -86,16 +86,20 @@ var runSuffixes = []runSuffix{
 
 // splitVariant peels the run suffixes off v: the variant whose config it runs,
 // and the suffixes it runs with.
-func splitVariant(v string) (base string, with []runSuffix) {
+func splitVariant(v string) (base string, with []runSuffix) { return peel(v, runSuffixes) }
+
+// peel cuts any of suffixes off the end of v until none is left there, and
+// returns what remains and the suffixes cut, in the order they were.
+func peel(v string, suffixes []runSuffix) (rest string, cut []runSuffix) {
 	for peeled := true; peeled; {
 		peeled = false
-		for _, rs := range runSuffixes {
+		for _, rs := range suffixes {
 			if b, ok := strings.CutSuffix(v, rs.suffix); ok {
-				v, peeled, with = b, true, append(with, rs)
+				v, peeled, cut = b, true, append(cut, rs)
 			}
 		}
 	}
-	return v, with
+	return v, cut
 }
 
 // variantEnv is what a variant adds to the collector's environment.
