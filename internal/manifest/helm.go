@@ -37,10 +37,11 @@ func Chart() string { return Dir("helm", "otelcol-relay") }
 // split into documents: values as a user writes them in a values file.
 func HelmTemplate(t tb.T, release, namespace string, values map[string]any) []string {
 	t.Helper()
-	out, err := RunHelm(t, release, namespace, values, "template")
-	if err != nil {
-		t.Fatalf("helm template %s: %v\n%s", release, err, out)
+	var stdout, stderr bytes.Buffer
+	if err := helmCmd(t, release, namespace, values, "template", &stdout, &stderr).Run(); err != nil {
+		t.Fatalf("helm template %s: %v\n%s", release, err, stderr.String())
 	}
+	out := stdout.String()
 	var docs []string
 	for _, d := range strings.Split(out, "\n---\n") {
 		if strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(d), "---")) != "" {
@@ -54,6 +55,15 @@ func HelmTemplate(t tb.T, release, namespace string, values map[string]any) []st
 // combined output: a test of a refused value reads the error from it.
 func RunHelm(t tb.T, release, namespace string, values map[string]any, verb string, args ...string) (string, error) {
 	t.Helper()
+	var out bytes.Buffer
+	err := helmCmd(t, release, namespace, values, verb, &out, &out, args...).Run()
+	return out.String(), err
+}
+
+// helmCmd is `helm verb release chart -n namespace -f values.yaml args...`, bounded
+// by two minutes (the test's cleanup cancels it).
+func helmCmd(t tb.T, release, namespace string, values map[string]any, verb string, stdout, stderr *bytes.Buffer, args ...string) *exec.Cmd {
+	t.Helper()
 	f := filepath.Join(t.TempDir(), "values.yaml")
 	b, err := yaml.Marshal(values)
 	if err != nil {
@@ -63,10 +73,8 @@ func RunHelm(t tb.T, release, namespace string, values map[string]any, verb stri
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
+	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, Helm(t), append([]string{verb, release, Chart(), "-n", namespace, "-f", f}, args...)...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	return out.String(), err
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd
 }

@@ -85,3 +85,9 @@ the pods. (list . "-config" $data)
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{- define "relay.fluentBitLabels" -}}
+app.kubernetes.io/name: fluent-bit
+app.kubernetes.io/part-of: otelcol-relay
+{{ include "relay.helmLabels" . }}
+{{- end -}}
