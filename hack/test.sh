@@ -3,7 +3,7 @@
 # build tag of its own, so `go test ./...` is the unit tests and nothing else:
 #
 #   unit         go test ./...                    no binary, no peer
-#   deploy       test/deploy, tag deploy          the binary, kubectl and promtool (Debian)
+#   deploy       test/deploy, tag deploy          the binary, kubectl and promtool (Debian), helm
 #   reliability  test/reliability, tag reliability the binary, root for memory cgroups
 #   e2e          test/e2e, tag e2e                the binary, etcd and kube-apiserver
 #   cluster      test/cluster, tag cluster        every peer of hack/kube-peers.sh cluster, root
@@ -22,7 +22,9 @@
 # Environment: GO, RELAY (the binary), BUILDTAGS, TEST_TIMEOUT, RUN (a -run regexp), TEST_FLAGS
 # (more go test flags for every suite, e.g. -v), and <SUITE>_FLAGS for one suite only
 # (UNIT_FLAGS=-race, CLUSTER_FLAGS=-shuffle=on: what CI sets). COMPILE_GOGC applies
-# to go test's compiler and linker only (gotest says why).
+# to go test's compiler and linker only (gotest says why). The suites find the
+# tools of hack/tools.sh by absolute path in HELM (deploy, cluster, image),
+# REGISTRY_BIN and COSIGN_BIN (cluster), which this builds and exports (start_tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -69,37 +71,53 @@ start_peers() {
 	done
 }
 
-# start_tools: build (or find cached) what test/cluster runs besides the peers, in
-# the background, once: the reference registry its releases are pushed to and
-# pulled from, and cosign, which signs and verifies them. They are on the cluster
-# suite's path as the peers are, so they build beside the peers and at nice 0, not
-# after them: at nice 10 behind the peers and the suites, a cold CI run started
-# test/cluster 8 minutes after its peers were done. Each path goes to bin/.NAME-bin.
+# start_tools NAME...: build (or find cached) the tools the suites run besides the
+# peers, in the background, once, one after another in the order given: helm, which
+# test/deploy and test/cluster run on the chart (and make release packages it
+# with, in test/image and test/cluster), the reference registry test/cluster's
+# releases are pushed to and pulled from, and cosign, which signs and verifies
+# them. They are on the cluster suite's path as the peers are, so they build beside
+# the peers and at nice 0, not after them: at nice 10 behind the peers and the
+# suites, a cold CI run started test/cluster 8 minutes after its peers were done.
+# helm goes first: test/deploy, the first suite of its lane, waits for it alone.
+# Each path goes to bin/.NAME-bin as soon as that tool is built; one that fails
+# does not stop the others.
 start_tools() {
 	[ -n "$tools" ] && return
-	rm -f bin/.registry-bin bin/.cosign-bin
+	local t
+	for t in "$@"; do rm -f "bin/.$t-bin"; done
 	set -m
 	(
-		for t in registry cosign; do
-			TOOLS_NICE=0 GO=$GO ./hack/tools.sh "$t" >"bin/.$t-bin.tmp" && mv "bin/.$t-bin.tmp" "bin/.$t-bin" || exit 1
+		rc=0
+		for t in "$@"; do
+			TOOLS_NICE=0 GO=$GO ./hack/tools.sh "$t" >"bin/.$t-bin.tmp" && mv "bin/.$t-bin.tmp" "bin/.$t-bin" || rc=1
 		done
+		exit "$rc"
 	) >bin/tools.log 2>&1 &
 	tools=$!
 	set +m
 }
 
-# wait_tools: until start_tools's job has ended; exports REGISTRY_BIN and COSIGN_BIN.
+# The variable each tool's path is exported in, as the suites read it.
+declare -A tool_env=([helm]=HELM [registry]=REGISTRY_BIN [cosign]=COSIGN_BIN)
+
+# wait_tools NAME...: until each is in bin/.NAME-bin, or start_tools's job has ended
+# without it; exports its path (HELM, REGISTRY_BIN, COSIGN_BIN: absolute paths).
 wait_tools() {
-	local start=$SECONDS
-	while kill -0 "$tools" 2>/dev/null; do sleep 5; done
-	sed 's/^/  /' bin/tools.log
-	if [ ! -s bin/.registry-bin ] || [ ! -s bin/.cosign-bin ]; then
-		echo "test: hack/tools.sh registry or cosign failed (log above)" >&2
-		return 1
-	fi
-	REGISTRY_BIN=$(cat bin/.registry-bin) COSIGN_BIN=$(cat bin/.cosign-bin)
-	export REGISTRY_BIN COSIGN_BIN
-	echo "test: waited $((SECONDS - start))s for the registry and cosign"
+	local t start=$SECONDS
+	for t in "$@"; do
+		while [ ! -s "bin/.$t-bin" ] && [ -n "$tools" ] && kill -0 "$tools" 2>/dev/null; do sleep 5; done
+		if [ ! -s "bin/.$t-bin" ]; then
+			sed 's/^/  /' bin/tools.log
+			echo "test: hack/tools.sh $t failed (log above)" >&2
+			return 1
+		fi
+	done
+	for t in "$@"; do
+		export "${tool_env[$t]}=$(cat "bin/.$t-bin")"
+		grep "^tools: built $t " bin/tools.log | sed 's/^/  /' || true
+	done
+	echo "test: waited $((SECONDS - start))s for $*"
 }
 
 # wait_for FILE...: until each is in bin/ (kube-peers.sh moves a binary in only once
@@ -167,14 +185,20 @@ suite() {
 			OTELCOL_RELAY_BIN=$RELAY gotest unit -tags "$tags" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" ./... || rc=$?
 		fi
 		;;
-	deploy | reliability)
+	deploy)
+		wait_tools helm || rc=$?
+		if ((rc == 0)); then
+			OTELCOL_RELAY_BIN=$RELAY gotest "$name" -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
+		fi
+		;;
+	reliability)
 		OTELCOL_RELAY_BIN=$RELAY gotest "$name" -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
 		;;
 	e2e | cluster)
 		local -n need="${name}_peers"
 		wait_for "${need[@]}" || rc=$?
 		if [ "$name" = cluster ]; then
-			wait_tools || rc=$?
+			wait_tools helm registry cosign || rc=$?
 		fi
 		if ((rc == 0)); then
 			OTELCOL_RELAY_BIN=$RELAY gotest "$name" -tags "$tags,$name" -count=1 -timeout "$TEST_TIMEOUT" "${flags[@]}" "./test/$name" || rc=$?
@@ -185,15 +209,19 @@ suite() {
 		# PLATFORMS) and the registry, and passes the image's name and version.
 		# With podman, in a store of its own, removed after: each commit's image
 		# is a new tag, and in the machine's store they added up (5 GiB of layers
-		# in a day of runs, then a full disk that failed every suite).
+		# in a day of runs, then a full disk that failed every suite). HELM, for
+		# TestRelease's make release, is start_tools's (built long before, in `all`).
 		local store
-		store=$(mktemp -d /tmp/otelcol-relay-image-store.XXXXXX)
-		printf '[storage]\ndriver = "overlay"\ngraphroot = "%s/root"\nrunroot = "%s/run"\n' "$store" "$store" >"$store/storage.conf"
-		CONTAINERS_STORAGE_CONF=$store/storage.conf make -s test-image RUN= TEST_FLAGS="${flags[*]}" || rc=$?
-		if command -v podman >/dev/null; then
-			CONTAINERS_STORAGE_CONF=$store/storage.conf podman system reset -f >/dev/null 2>&1 || true
+		wait_tools helm || rc=$?
+		if ((rc == 0)); then
+			store=$(mktemp -d /tmp/otelcol-relay-image-store.XXXXXX)
+			printf '[storage]\ndriver = "overlay"\ngraphroot = "%s/root"\nrunroot = "%s/run"\n' "$store" "$store" >"$store/storage.conf"
+			CONTAINERS_STORAGE_CONF=$store/storage.conf make -s test-image RUN= TEST_FLAGS="${flags[*]}" || rc=$?
+			if command -v podman >/dev/null; then
+				CONTAINERS_STORAGE_CONF=$store/storage.conf podman system reset -f >/dev/null 2>&1 || true
+			fi
+			rm -rf "$store"
 		fi
-		rm -rf "$store"
 		;;
 	*)
 		echo "test: unknown suite $name (all, unit, deploy, reliability, e2e, cluster, image)" >&2
@@ -216,10 +244,16 @@ lane() {
 start=$SECONDS
 suites=("$@")
 ((${#suites[@]})) || suites=(all)
+want_helm= want_release_tools=
 for s in "${suites[@]}"; do
 	case $s in e2e | cluster | all) start_peers ;; esac
-	case $s in cluster | all) start_tools ;; esac
+	case $s in deploy | cluster | image | all) want_helm=1 ;; esac
+	case $s in cluster | all) want_release_tools=1 ;; esac
 done
+tool_names=()
+[ -z "$want_helm" ] || tool_names+=(helm)
+[ -z "$want_release_tools" ] || tool_names+=(registry cosign)
+((${#tool_names[@]} == 0)) || start_tools "${tool_names[@]}"
 rc=0
 if [ "${suites[*]}" = all ]; then
 	# Lane 2's lines are marked, since the two lanes' output interleaves.

@@ -8,7 +8,7 @@
 # The binary is copied to bin/NAME-VERSION and its path printed on stdout (the
 # only thing printed there; progress goes to stderr).
 #
-# Usage: hack/tools.sh golangci-lint|govulncheck|indexdb|registry|cosign
+# Usage: hack/tools.sh golangci-lint|govulncheck|indexdb|registry|cosign|helm
 #        (BIN=dir to install elsewhere, GO=go command, TOOLS_NICE=the compile's
 #        niceness, default 10)
 # registry is the CNCF reference registry from hack/registry.go, built in a module
@@ -91,8 +91,11 @@ registry)
 cosign)
 	install cosign github.com/sigstore/cosign/v2 v2.6.5 cosign.go
 	;;
+helm)
+	install helm helm.sh/helm/v4/cmd/helm v4.3.2
+	;;
 *)
-	echo "usage: $0 golangci-lint|govulncheck|indexdb|registry|cosign" >&2
+	echo "usage: $0 golangci-lint|govulncheck|indexdb|registry|cosign|helm" >&2
 	exit 2
 	;;
 esac
