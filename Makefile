@@ -62,7 +62,7 @@ endif
 endif
 comma := ,
 
-.PHONY: print-image print-version release-check release sign build generate check-generate dashboards run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
+.PHONY: print-image print-version release-check release sign build generate check-generate dashboards chart-docs run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -99,6 +99,12 @@ check-generate: generate
 ## deploy/components/dashboards (its unit test fails when the two differ).
 dashboards:
 	$(GO) run ./hack/dashboards
+
+## chart-docs: the values table of deploy/helm/otelcol-relay/README.md, written by
+## hack/chartdocs from the chart's values.schema.json (its unit test fails when the
+## two differ).
+chart-docs:
+	$(GO) run ./hack/chartdocs
 
 ## run: start the collector on config/local.yaml (OTLP on 127.0.0.1:4317/4318, debug output).
 run: build
