@@ -62,7 +62,7 @@ endif
 endif
 comma := ,
 
-.PHONY: print-image print-version release-check release sign build generate check-generate dashboards chart-docs run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
+.PHONY: print-image print-version release-check release sign build generate check-generate dashboards chart chart-docs run test test-deps unit deploy reliability e2e cluster vet lint bench cross sbom image test-image clean
 
 ## build: the static, stripped collector binary at bin/otelcol-relay.
 build:
@@ -228,20 +228,36 @@ release-check: sbom
 ## release: dist/$(VERSION)/ for VERSION=vX.Y.Z, on that tag's clean checkout
 ## (docs/releasing.md): the image for every platform as an OCI layout, each
 ## platform's SBOM, install-<name>.yaml per install with the image by digest,
-## RELEASE-NOTES.md and SHA256SUMS. release-check runs first (TAG=VERSION) and
-## must pass, and again at the end with the image's labels. Two runs on one
-## commit write the same files.
+## the Helm chart (make chart's), RELEASE-NOTES.md and SHA256SUMS. release-check
+## runs first (TAG=VERSION) and must pass, and again at the end with the image's
+## labels. Two runs on one commit write the same files.
 release: TAG = $(VERSION)
 # Before make cross, the platforms' SBOMs are an earlier build's (the previous
 # release's, in the same checkout): the check at the end reads the new ones in dist/.
 release: RELEASE_CHECK_SBOMS = $(BIN)/otelcol-relay.cdx.json
 release: release-check cross
 	./hack/ca-bundle.sh $(BIN)/ca-certificates.crt
+	helm=$(HELM_BIN) && \
 	VERSION='$(VERSION)' REVISION='$(REVISION)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' IMAGE_REPO='$(IMAGE_REPO)' \
 		PLATFORMS='$(PLATFORMS)' BIN='$(BIN)' DEPLOY_IMAGE='$(DEPLOY_IMAGE)' CONTAINER='$(CONTAINER)' \
-		CONTAINER_FLAGS='$(CONTAINER_FLAGS)' ./hack/release.sh
+		CONTAINER_FLAGS='$(CONTAINER_FLAGS)' HELM="$$helm" ./hack/release.sh
 	$(GO) run ./hack/releasecheck -tag '$(VERSION)' -binary $(RELAY) -layout dist/$(VERSION)/image \
 		$(BIN)/otelcol-relay.cdx.json $(wildcard dist/$(VERSION)/sbom-*.cdx.json)
+
+## chart: dist/otelcol-relay-X.Y.Z.tgz, the Helm chart deploy/helm/otelcol-relay linted
+## and packaged by the pinned helm (hack/tools.sh helm; HELM=path to use another) as
+## version X.Y.Z, the VERSION file's, with appVersion vX.Y.Z: the image tag the chart
+## runs by default, the one deploy/components/image names. make release writes the
+## same into dist/vX.Y.Z/ (docs/releasing.md).
+CHART         := deploy/helm/otelcol-relay
+CHART_VERSION := $(shell cat VERSION)
+# The helm command: HELM if set (hack/test.sh exports the one it built), otherwise
+# the pinned one, built into the tools cache on first use (minutes cold).
+HELM_BIN       = $(or $(HELM),$$(GO=$(GO) ./hack/tools.sh helm))
+chart:
+	@set -e; helm=$(HELM_BIN); \
+		$$helm lint --quiet $(CHART); \
+		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $$helm package $(CHART) --version $(CHART_VERSION) --app-version v$(CHART_VERSION) -d dist/
 
 ## sign: after the release is pushed to IMAGE_REPO (docs/releasing.md), sign its
 ## image index and every platform's image by digest with cosign and COSIGN_KEY,

@@ -5,16 +5,18 @@
 # release-check` and `make cross` (docs/releasing.md says what each file is
 # for). The image is the Dockerfile built around make cross's binaries, as make
 # image builds it, the manifests are deploy/ as kustomize renders it with that
-# image pinned by digest, the notes are the tag's CHANGELOG section. Every step
-# is deterministic, so two runs on one commit write the same bytes (TestRelease).
+# image pinned by digest, the chart is deploy/helm/otelcol-relay packaged as
+# `make chart` does, the notes are the tag's CHANGELOG section. Every step is
+# deterministic, so two runs on one commit write the same bytes (TestRelease).
 #
 # Environment (the Makefile passes each): VERSION (vX.Y.Z), REVISION (the
 # commit), SOURCE_DATE_EPOCH (its time), IMAGE_REPO (the name the manifests are
 # to pull), DEPLOY_IMAGE (the name deploy/components/image gives the image),
-# PLATFORMS, CONTAINER, CONTAINER_FLAGS, BIN.
+# PLATFORMS, CONTAINER, CONTAINER_FLAGS, BIN, HELM (the helm command: hack/tools.sh
+# helm's).
 set -euo pipefail
 
-for v in VERSION REVISION SOURCE_DATE_EPOCH IMAGE_REPO DEPLOY_IMAGE PLATFORMS CONTAINER BIN; do
+for v in VERSION REVISION SOURCE_DATE_EPOCH IMAGE_REPO DEPLOY_IMAGE PLATFORMS CONTAINER BIN HELM; do
 	if [ -z "${!v:-}" ]; then
 		echo "release: $v is not set (run make release VERSION=vX.Y.Z)" >&2
 		exit 2
@@ -110,6 +112,22 @@ for install in "${installs[@]}"; do
 	fi
 done
 
+# The Helm chart, otelcol-relay-X.Y.Z.tgz: version X.Y.Z, appVersion vX.Y.Z, the image
+# tag it runs by default (VERSION agrees with the tag: release-check). Its files and
+# the archive itself take the commit's time: helm push records the archive's as the
+# chart's creation time, so a push of it gives the same digest every time.
+# helm's output is shown only when it fails: it logs every symbolic link of the
+# chart's files/ at each load.
+chart=$dist/otelcol-relay-${VERSION#v}.tgz
+if ! out=$("$HELM" lint --quiet "$root/deploy/helm/otelcol-relay" 2>&1 &&
+	SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH "$HELM" package "$root/deploy/helm/otelcol-relay" \
+		--version "${VERSION#v}" --app-version "$VERSION" -d "$dist" 2>&1) || [ ! -s "$chart" ]; then
+	printf '%s\n' "$out" >&2
+	echo "release: helm lint or package of deploy/helm/otelcol-relay failed (above)" >&2
+	exit 1
+fi
+touch -d "@$SOURCE_DATE_EPOCH" "$chart"
+
 # The release notes: the page's template with this release's image, digest and
 # its sections of CHANGELOG.md and UPGRADING.md ("## X.Y.Z", or "## X.Y.Z (...)").
 section() {
@@ -124,10 +142,10 @@ section() {
 section CHANGELOG.md "$work/changes"
 section UPGRADING.md "$work/upgrading"
 platforms=$(tr ' ' '\n' <<<"$PLATFORMS" | sed '/^$/d' | paste -sd, - | sed 's/,/, /g')
-awk -v version="$VERSION" -v ref="$ref" -v image="$image" -v repo="$IMAGE_REPO" -v digest="$digest" -v name="$DEPLOY_IMAGE" -v platforms="$platforms" -v changes="$work/changes" -v upgrading="$work/upgrading" '
+awk -v version="$VERSION" -v chartversion="${VERSION#v}" -v ref="$ref" -v image="$image" -v repo="$IMAGE_REPO" -v digest="$digest" -v name="$DEPLOY_IMAGE" -v platforms="$platforms" -v changes="$work/changes" -v upgrading="$work/upgrading" '
 	/^\{\{changes\}\}$/ { while ((getline l < changes) > 0) print l; next }
 	/^\{\{upgrading\}\}$/ { while ((getline l < upgrading) > 0) print l; next }
-	{ gsub(/\{\{version\}\}/, version); gsub(/\{\{ref\}\}/, ref); gsub(/\{\{image\}\}/, image); gsub(/\{\{repo\}\}/, repo); gsub(/\{\{digest\}\}/, digest); gsub(/\{\{name\}\}/, name); gsub(/\{\{platforms\}\}/, platforms); print }
+	{ gsub(/\{\{version\}\}/, version); gsub(/\{\{chartversion\}\}/, chartversion); gsub(/\{\{ref\}\}/, ref); gsub(/\{\{image\}\}/, image); gsub(/\{\{repo\}\}/, repo); gsub(/\{\{digest\}\}/, digest); gsub(/\{\{name\}\}/, name); gsub(/\{\{platforms\}\}/, platforms); print }
 ' "$root/docs/release-notes.md.tmpl" >"$dist/RELEASE-NOTES.md"
 
 # Every file, for `sha256sum -c SHA256SUMS` in dist/$VERSION/.
