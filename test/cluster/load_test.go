@@ -168,7 +168,13 @@ type relayPod struct {
 
 func relayPods(t *testing.T) map[string]relayPod {
 	t.Helper()
-	out := mustKubectl(t, "", "-n", relayNS, "get", "pods", "-l", "app.kubernetes.io/component=gateway", "-o",
+	return relayPodsIn(t, relayNS)
+}
+
+// relayPodsIn is relayPods of the install in namespace ns.
+func relayPodsIn(t *testing.T, ns string) map[string]relayPod {
+	t.Helper()
+	out := mustKubectl(t, "", "-n", ns, "get", "pods", "-l", "app.kubernetes.io/component=gateway", "-o",
 		`jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.podIP} {.status.conditions[?(@.type=="Ready")].status} {.metadata.deletionTimestamp}{"\n"}{end}`)
 	pods := map[string]relayPod{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -184,15 +190,21 @@ func relayPods(t *testing.T) map[string]relayPod {
 // waitRelays waits until exactly n relay pods exist, each Ready, and returns them.
 func waitRelays(t *testing.T, n int) map[string]relayPod {
 	t.Helper()
+	return waitRelaysIn(t, relayNS, n)
+}
+
+// waitRelaysIn is waitRelays for the install in namespace ns.
+func waitRelaysIn(t *testing.T, ns string, n int) map[string]relayPod {
+	t.Helper()
 	var pods map[string]relayPod
 	done := false
 	defer func() {
 		if !done {
-			logRelayPods(t)
+			logRelayPodsIn(t, ns)
 		}
 	}()
 	eventually(t, fmt.Sprintf("%d relay pods Ready", n), readyBudget, func() string {
-		pods = relayPods(t)
+		pods = relayPodsIn(t, ns)
 		ready := 0
 		for _, p := range pods {
 			if p.ready {
@@ -208,15 +220,16 @@ func waitRelays(t *testing.T, n int) map[string]relayPod {
 	return pods
 }
 
-// logRelayPods logs what a relay pod that is not Ready says: its events and
-// the end of its log (and of its previous container's, after a crash).
-func logRelayPods(t *testing.T) {
+// logRelayPodsIn logs what a relay pod of the install in namespace ns that is
+// not Ready says: its events and the end of its log (and of its previous
+// container's, after a crash).
+func logRelayPodsIn(t *testing.T, ns string) {
 	t.Helper()
-	for name := range relayPods(t) {
-		out, _ := kubectl(t, "", "-n", relayNS, "describe", "pod", name)
+	for name := range relayPodsIn(t, ns) {
+		out, _ := kubectl(t, "", "-n", ns, "describe", "pod", name)
 		t.Logf("kubectl describe pod %s:\n%s", name, tail(out, 25))
 		for _, prev := range []string{"--previous=false", "--previous=true"} {
-			if out, err := kubectl(t, "", "-n", relayNS, "logs", name, "-c", "otelcol-relay", "--tail=15", prev); err == nil && out != "" {
+			if out, err := kubectl(t, "", "-n", ns, "logs", name, "-c", "otelcol-relay", "--tail=15", prev); err == nil && out != "" {
 				t.Logf("kubectl logs %s %s:\n%s", name, prev, out)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,15 +50,31 @@ func getJSON(url string, v any) error {
 // with the Deployment's and the node's names.
 func TestLogsEndToEnd(t *testing.T) {
 	install(t)
-	applyTestNamespace(t, appNS)
 	// The install (deploy/README.md's commands) made namespace logging and what
 	// fluent-bit's DaemonSet mounts there: ConfigMap otelcol-relay-ca and Secret
 	// otelcol-relay-fluent-bit-tls. The sender mounts the same.
 	mustKubectl(t, "", "label", "--overwrite", "namespace", loggingNS, "otelcol-relay-cluster-test=true")
-	mustKubectl(t, toolDeployment("lines", appNS, "lines", fmt.Sprintf(`
-        env: [{name: LINES, value: "%d"}, {name: LINES_PER_SECOND, value: "300"}]`, lineCount)),
+	logsEndToEnd(t, appNS, loggingNS, podIP(t, backendNS, "app=backend"), lineCount)
+}
+
+// logsEndToEnd is TestLogsEndToEnd's path: Deployment lines in namespace apps
+// writes that many numbered lines, sender pod log-sender in senderNS (which holds what fluent-bit
+// mounts: ConfigMap otelcol-relay-ca, Secret otelcol-relay-fluent-bit-tls) posts
+// them to the relay, with env's NAME=value variables (RELAY_HOST: fluent-bit's
+// OTELCOL_RELAY_HOST), and the backend at backendIP must get every line exactly
+// once, its resource enriched by k8s_attributes.
+func logsEndToEnd(t *testing.T, apps, senderNS, backendIP string, lines int, env ...string) {
+	t.Helper()
+	applyTestNamespace(t, apps)
+	mustKubectl(t, toolDeployment("lines", apps, "lines", fmt.Sprintf(`
+        env: [{name: LINES, value: "%d"}, {name: LINES_PER_SECOND, value: "300"}]`, lines)),
 		"apply", "--server-side", "-f", "-")
-	podIP(t, appNS, "app=lines")
+	podIP(t, apps, "app=lines")
+	var extra strings.Builder
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&extra, "\n    - {name: %s, value: %q}", k, v)
+	}
 	mustKubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -70,7 +87,8 @@ spec:
     image: localhost/otelcol-relay-test/clustertool:1.0
     imagePullPolicy: Never
     args: [send]
-    env: [{name: TAIL_PATH, value: "/var/log/containers/lines-*_%s_lines-*.log"}]
+    env:
+    - {name: TAIL_PATH, value: "/var/log/containers/lines-*_%s_lines-*.log"}%s
     ports: [{containerPort: 2020}]
     volumeMounts:
     - {name: varlog, mountPath: /var/log, readOnly: true}
@@ -83,15 +101,14 @@ spec:
       sources:
       - configMap: {name: otelcol-relay-ca, items: [{key: ca.crt, path: ca.crt}]}
       - secret: {name: otelcol-relay-fluent-bit-tls, items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]}
-`, loggingNS, appNS), "apply", "--server-side", "-f", "-")
+`, senderNS, apps, extra.String()), "apply", "--server-side", "-f", "-")
 	// Not by the fluent-bit label alone: a load pod of an earlier test may still be
 	// terminating with it.
-	senderIP := podIP(t, loggingNS, "otelcol-relay-test=log-sender")
+	senderIP := podIP(t, senderNS, "otelcol-relay-test=log-sender")
 	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "-n", loggingNS, "delete", "pod", "log-sender", "--wait=false")
-		_, _ = kubectl(t, "", "-n", appNS, "delete", "deployment", "lines", "--wait=false")
+		_, _ = kubectl(t, "", "-n", senderNS, "delete", "pod", "log-sender", "--wait=false")
+		_, _ = kubectl(t, "", "-n", apps, "delete", "deployment", "lines", "--wait=false")
 	})
-	backendIP := podIP(t, backendNS, "app=backend")
 
 	start := time.Now()
 	var st senderStatus
@@ -99,7 +116,7 @@ spec:
 		if err := getJSON("http://"+senderIP+":2020/status", &st); err != nil {
 			return err.Error()
 		}
-		if st.Acked < lineCount {
+		if st.Acked < lines {
 			return fmt.Sprintf("%+v", st)
 		}
 		return ""
@@ -119,18 +136,18 @@ spec:
 		}
 		clear(seen)
 		for _, r := range recs {
-			if m := line.FindStringSubmatch(r.Body); m != nil && r.Resource["k8s.namespace.name"] == appNS {
+			if m := line.FindStringSubmatch(r.Body); m != nil && r.Resource["k8s.namespace.name"] == apps {
 				n, _ := strconv.Atoi(m[1])
 				seen[n]++
 			}
 		}
-		if len(seen) < lineCount {
-			return fmt.Sprintf("%d of %d lines", len(seen), lineCount)
+		if len(seen) < lines {
+			return fmt.Sprintf("%d of %d lines", len(seen), lines)
 		}
 		return ""
 	})
 	missing, dup := 0, 0
-	for i := 1; i <= lineCount; i++ {
+	for i := 1; i <= lines; i++ {
 		switch c := seen[i]; {
 		case c == 0:
 			missing++
@@ -139,14 +156,14 @@ spec:
 		}
 	}
 	t.Logf("sent %d lines, %d records at the backend from %s, %d missing, %d duplicates, %s after the sender's start",
-		lineCount, len(recs), appNS, missing, dup, time.Since(start).Round(time.Second))
+		lines, len(recs), apps, missing, dup, time.Since(start).Round(time.Second))
 	if missing != 0 || dup != 0 {
 		t.Errorf("%d lines missing, %d duplicated at the backend", missing, dup)
 	}
-	podName := mustKubectl(t, "", "-n", appNS, "get", "pods", "-l", "app=lines", "-o", "jsonpath={.items[0].metadata.name}")
+	podName := mustKubectl(t, "", "-n", apps, "get", "pods", "-l", "app=lines", "-o", "jsonpath={.items[0].metadata.name}")
 	checked := 0
 	for _, r := range recs {
-		if !line.MatchString(r.Body) || r.Resource["k8s.namespace.name"] != appNS {
+		if !line.MatchString(r.Body) || r.Resource["k8s.namespace.name"] != apps {
 			continue
 		}
 		checked++

@@ -133,9 +133,15 @@ func rollout(t *testing.T, what, drain string, change func()) map[string]relayPo
 // queuesEmpty: every relay's sending queues drain to zero (nothing stranded).
 func queuesEmpty(t *testing.T) {
 	t.Helper()
+	queuesEmptyIn(t, relayNS)
+}
+
+// queuesEmptyIn is queuesEmpty for the install in namespace ns.
+func queuesEmptyIn(t *testing.T, ns string) {
+	t.Helper()
 	eventually(t, "every relay's queues empty", readyBudget, func() string {
 		var busy []string
-		for n, p := range relayPods(t) {
+		for n, p := range relayPodsIn(t, ns) {
 			v, err := selfMetric(p.ip, "otelcol_exporter_queue_size")
 			if err != nil {
 				return err.Error()
