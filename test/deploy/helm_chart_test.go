@@ -5,6 +5,7 @@
 package deploy_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,4 +144,71 @@ func writeValues(t *testing.T, values map[string]any) string {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestChartValuesAreTheSchemasDefaults: every default values.schema.json states
+// (and so the generated values table shows) is the value values.yaml holds, and
+// every leaf of values.yaml is in the schema with a default: the two cannot drift.
+func TestChartValuesAreTheSchemasDefaults(t *testing.T) {
+	var schema map[string]any
+	readYAML(t, filepath.Join(manifest.Chart(), "values.schema.json"), &schema)
+	var values map[string]any
+	readYAML(t, filepath.Join(manifest.Chart(), "values.yaml"), &values)
+	defaults := map[string]any{}
+	var walk func(path string, s map[string]any)
+	walk = func(path string, s map[string]any) {
+		if d, ok := s["default"]; ok {
+			defaults[path] = d
+		}
+		props, _ := s["properties"].(map[string]any)
+		for k, p := range props {
+			walk(strings.TrimPrefix(path+"."+k, "."), p.(map[string]any))
+		}
+	}
+	walk("", schema)
+	leaves := map[string]any{}
+	var collect func(path string, v any)
+	collect = func(path string, v any) {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 && !isFreeForm(defaults, path) {
+			for k, e := range m {
+				collect(strings.TrimPrefix(path+"."+k, "."), e)
+			}
+			return
+		}
+		leaves[path] = v
+	}
+	collect("", values)
+	for path, v := range leaves {
+		d, ok := defaults[path]
+		if !ok {
+			t.Errorf("values.yaml %s: no default in values.schema.json", path)
+			continue
+		}
+		if fmt.Sprint(d) != fmt.Sprint(v) {
+			t.Errorf("%s: values.yaml has %v, values.schema.json's default is %v", path, v, d)
+		}
+	}
+	for path := range defaults {
+		if _, ok := leaves[path]; !ok {
+			t.Errorf("values.schema.json %s: a default, but no such key in values.yaml", path)
+		}
+	}
+}
+
+// isFreeForm is whether the value at path is a map the user fills (labels, env)
+// rather than a group of keys: the schema gives its default whole.
+func isFreeForm(defaults map[string]any, path string) bool {
+	_, ok := defaults[path]
+	return ok
+}
+
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 }
