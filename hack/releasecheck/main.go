@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Command releasecheck verifies that a release tag's artifacts name one version:
-// the tag vX.Y.Z, VERSION (X.Y.Z) and the image tag in deploy/components/image
-// as committed at the tag, CHANGELOG.md and UPGRADING.md sections "## X.Y.Z" at the tag, every
+// the tag vX.Y.Z, VERSION (X.Y.Z), the image tag in deploy/components/image and
+// the Helm chart's version and appVersion as committed at the tag, CHANGELOG.md and UPGRADING.md sections "## X.Y.Z" at the tag, every
 // `?ref=` and `newTag:` of deploy/README.md's remote-base example at the tag, the
 // version the built binary reports, the version each SBOM names and, with
 // -layout, the OCI labels of every image in the release's layout (version and
@@ -33,6 +33,10 @@ var releaseTag = regexp.MustCompile(`^v(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)$`)
 
 // imageComponent is the one place the manifests name the image (and its tag).
 const imageComponent = "deploy/components/image/kustomization.yaml"
+
+// chartFile is the Helm chart's metadata: version X.Y.Z, appVersion (the image tag
+// it runs by default) vX.Y.Z.
+const chartFile = "deploy/helm/otelcol-relay/Chart.yaml"
 
 // installGuide shows the remote base pinned to a release (?ref=) with its image tag.
 const installGuide = "deploy/README.md"
@@ -88,6 +92,17 @@ func check(tag, binary string, sboms []string) error {
 		errs = append(errs, fmt.Errorf("release-check %s: %s at the tag: %w", tag, imageComponent, err))
 	} else if got := field(k, "newTag"); got != tag {
 		mismatch("the image tag (newTag) in "+imageComponent+" at the tag", got, tag)
+	}
+
+	if c, err := git("show", tag+":"+chartFile); err != nil {
+		errs = append(errs, fmt.Errorf("release-check %s: %s at the tag: %w", tag, chartFile, err))
+	} else {
+		if got := field(c, "version"); got != version {
+			mismatch("the chart's version in "+chartFile+" at the tag", got, version)
+		}
+		if got := field(c, "appVersion"); got != tag {
+			mismatch("the chart's appVersion in "+chartFile+" at the tag", got, tag)
+		}
 	}
 
 	if c, err := git("show", tag+":CHANGELOG.md"); err != nil {

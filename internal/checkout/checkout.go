@@ -124,8 +124,8 @@ func (r *Repo) TagRelease() string {
 // NextRelease tags the patch release after the copy's VERSION on a new commit, as
 // step 1 of the procedure prepares a release on a tree that moved on: change (the
 // release's own change, given the copy's directory) first, then VERSION, the image
-// tag, deploy/README.md's `?ref=` and `newTag:`, and a section of CHANGELOG.md and
-// UPGRADING.md for it. TagRelease must have made the copy a repository. It returns
+// tag, the chart's version and appVersion, deploy/README.md's `?ref=` and `newTag:`,
+// and a section of CHANGELOG.md and UPGRADING.md for it. TagRelease must have made the copy a repository. It returns
 // the new tag.
 func (r *Repo) NextRelease(change func(dir string)) string {
 	r.t.Helper()
@@ -134,6 +134,9 @@ func (r *Repo) NextRelease(change func(dir string)) string {
 	change(r.Dir)
 	r.write("VERSION", tag[1:]+"\n")
 	r.SetImageTag(tag)
+	const chart = "deploy/helm/otelcol-relay/Chart.yaml"
+	r.write(chart, strings.NewReplacer("\nversion: "+old[1:]+"\n", "\nversion: "+tag[1:]+"\n",
+		"\nappVersion: "+old+"\n", "\nappVersion: "+tag+"\n").Replace(r.read(chart)))
 	const guide = "deploy/README.md"
 	pins := strings.NewReplacer("?ref="+old, "?ref="+tag, "newTag: "+old, "newTag: "+tag)
 	r.write(guide, pins.Replace(r.read(guide)))

@@ -212,3 +212,32 @@ func readYAML(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestChartFollowsTheRelease: Chart.yaml's version is VERSION and its appVersion the
+// image tag components/image runs, so that `helm install` from a checkout runs the
+// same image as `kubectl apply -k` of it (make chart sets both again when it
+// packages a release).
+func TestChartFollowsTheRelease(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(manifest.Dir(".."), "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.TrimSpace(string(raw))
+	var chart struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	readYAML(t, filepath.Join(manifest.Chart(), "Chart.yaml"), &chart)
+	var image struct {
+		Images []struct {
+			NewTag string `json:"newTag"`
+		} `json:"images"`
+	}
+	readYAML(t, manifest.Dir("components", "image", "kustomization.yaml"), &image)
+	if chart.Version != version {
+		t.Errorf("Chart.yaml version %q, VERSION %q", chart.Version, version)
+	}
+	if len(image.Images) != 1 || chart.AppVersion != image.Images[0].NewTag || chart.AppVersion != "v"+version {
+		t.Errorf("Chart.yaml appVersion %q, components/image's tag %+v, VERSION %q", chart.AppVersion, image.Images, version)
+	}
+}
