@@ -122,6 +122,16 @@ func main() {
 			r.Errors = append(r.Errors, err.Error())
 		}
 	}
+	nodeCounts, err := parseNodePodCounts()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if len(nodeCounts) > 0 {
+		if r.NodePods, err = runNodePods(nodeCounts); err != nil {
+			log.Printf("node-pods: %v", err)
+			r.Errors = append(r.Errors, err.Error())
+		}
+	}
 	if *scenarios {
 		sat := r.median("gateway", func(x *runResult) float64 { return x.SatRate })
 		r.Scenarios = runScenarios(sat, satChunks)

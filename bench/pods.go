@@ -55,15 +55,19 @@ type podsPoint struct {
 	CreateSeconds, CreatedPerSecs float64
 }
 
-func parsePodCounts() ([]int, error) {
-	if *podCounts == "" {
+func parsePodCounts() ([]int, error) { return parseCounts("-pods", *podCounts, podsPerNode) }
+
+// parseCounts reads a flag's comma-separated counts, each at least least and
+// greater than the one before it.
+func parseCounts(flagName, value string, least int) ([]int, error) {
+	if value == "" {
 		return nil, nil
 	}
 	var out []int
-	for _, f := range strings.Split(*podCounts, ",") {
+	for _, f := range strings.Split(value, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < podsPerNode || (len(out) > 0 && n <= out[len(out)-1]) {
-			return nil, fmt.Errorf("-pods %q: want increasing counts of at least %d", *podCounts, podsPerNode)
+		if err != nil || n < least || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, fmt.Errorf("%s %q: want increasing counts of at least %d", flagName, value, least)
 		}
 		out = append(out, n)
 	}
@@ -79,7 +83,7 @@ func runPods(counts []int) ([]podsPoint, error) {
 		created := 0
 		for _, n := range counts {
 			start := time.Now()
-			createPods(t, k, created, n)
+			createPods(t, k, created, n, spreadNode)
 			p := podsPoint{Pods: n, CreateSeconds: time.Since(start).Seconds()}
 			p.CreatedPerSecs = float64(n-created) / p.CreateSeconds
 			created = n
@@ -105,9 +109,13 @@ func agentServiceAccount(t *runTB, k *e2e.Kube) string {
 	return k.ServiceAccountToken(t, "otelcol-relay", "otelcol-relay-agent")
 }
 
+// spreadNode is pod i's node when the pods are spread over the cluster:
+// podsPerNode a node.
+func spreadNode(i int) string { return fmt.Sprintf("node-%05d", i/podsPerNode) }
+
 // createPods creates pods from..to-1 (and their namespaces and ReplicaSets),
-// as a kubelet would leave them: running, with an IP, on node i/podsPerNode.
-func createPods(t *runTB, k *e2e.Kube, from, to int) {
+// as a kubelet would leave them: running, with an IP, pod i on node(i).
+func createPods(t *runTB, k *e2e.Kube, from, to int, node func(i int) string) {
 	ctx := context.Background()
 	// The harness's client is rate-limited for tests; this one is not.
 	cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
@@ -134,7 +142,7 @@ func createPods(t *runTB, k *e2e.Kube, from, to int) {
 		uids[i-rsFrom] = uid
 		return err
 	})
-	parallel(t, from, to, func(i int) error { return createPod(ctx, c, i, uids[i/podsPerReplicaSet-rsFrom]) })
+	parallel(t, from, to, func(i int) error { return createPod(ctx, c, i, uids[i/podsPerReplicaSet-rsFrom], node(i)) })
 }
 
 // parallel runs f(from..to-1), 16 at a time, and fails on the first error.
@@ -173,8 +181,9 @@ func createReplicaSet(ctx context.Context, c *kubernetes.Clientset, i int) (type
 	return got.UID, nil
 }
 
-// createPod creates pod i of ReplicaSet i/podsPerReplicaSet (whose UID is rs).
-func createPod(ctx context.Context, c *kubernetes.Clientset, i int, rs types.UID) error {
+// createPod creates pod i of ReplicaSet i/podsPerReplicaSet (whose UID is rs)
+// on node.
+func createPod(ctx context.Context, c *kubernetes.Clientset, i int, rs types.UID, node string) error {
 	ns, rsName, labels := replicaSetOf(i / podsPerReplicaSet)
 	ip := fmt.Sprintf("198.18.%d.%d", (i/250)%256, i%250+1)
 	pod := &corev1.Pod{
@@ -184,7 +193,7 @@ func createPod(ctx context.Context, c *kubernetes.Clientset, i int, rs types.UID
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rsName, UID: rs}},
 		},
 		Spec: corev1.PodSpec{
-			NodeName: fmt.Sprintf("node-%05d", i/podsPerNode),
+			NodeName: node,
 			Containers: []corev1.Container{
 				{Name: "app", Image: "registry.example.com/" + labels["app"] + ":1.0"},
 				{Name: "sidecar", Image: "registry.example.com/proxy:2.3"},

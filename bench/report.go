@@ -20,7 +20,8 @@ type report struct {
 	Namespaces        []string // the namespaces the requests' pods take in turn
 	Runs              []*runResult
 	Scenarios         []*scenarioRun
-	Pods              []podsPoint // memory against the pods in the cluster (-pods)
+	Pods              []podsPoint     // memory against the pods in the cluster (-pods)
+	NodePods          []nodePodsPoint // the agent's memory against its node's pods (-node-pods)
 	Errors            []string
 }
 
@@ -97,6 +98,7 @@ func (r *report) write(dir string) error {
 		}
 	}
 	r.writePods(w)
+	r.writeNodePods(w)
 	if len(r.Scenarios) > 0 {
 		r.writeScenarios(w)
 	}
