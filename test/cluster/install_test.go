@@ -90,7 +90,7 @@ func newPKI(t *testing.T) *pki {
 	// One serving certificate for the backend in any namespace it runs in.
 	bsvc := "backend." + backendNS
 	var names []string
-	for _, ns := range []string{backendNS, secondBackendNS, federationBackendNS, teamABackendNS, teamBBackendNS, helmBackendNS} {
+	for _, ns := range []string{backendNS, secondBackendNS, federationBackendNS, teamABackendNS, teamBBackendNS, helmBackendNS, takeoverBackendNS} {
 		names = append(names, "backend."+ns, "backend."+ns+".svc", "backend."+ns+".svc.cluster.local")
 	}
 	pair("backend", backendCA.Server(t, testcerts.Options{CommonName: bsvc + ".svc", NotAfter: valid,
