@@ -64,6 +64,18 @@ func RunHelm(t tb.T, release, namespace string, values map[string]any, verb stri
 // by two minutes (the test's cleanup cancels it).
 func helmCmd(t tb.T, release, namespace string, values map[string]any, verb string, stdout, stderr *bytes.Buffer, args ...string) *exec.Cmd {
 	t.Helper()
+	f := WriteValues(t, values)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, Helm(t), append([]string{verb, release, Chart(), "-n", namespace, "-f", f}, args...)...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd
+}
+
+// WriteValues writes values as a values file in a directory of the test's and
+// returns its path.
+func WriteValues(t tb.T, values map[string]any) string {
+	t.Helper()
 	f := filepath.Join(t.TempDir(), "values.yaml")
 	b, err := yaml.Marshal(values)
 	if err != nil {
@@ -72,9 +84,5 @@ func helmCmd(t tb.T, release, namespace string, values map[string]any, verb stri
 	if err := os.WriteFile(f, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, Helm(t), append([]string{verb, release, Chart(), "-n", namespace, "-f", f}, args...)...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	return cmd
+	return f
 }

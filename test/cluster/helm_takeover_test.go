@@ -56,13 +56,7 @@ const (
 func TestHelmTakesOverKustomizeInstall(t *testing.T) {
 	needCluster(t)
 	helmHome := t.TempDir()
-	run := func(args ...string) (string, error) {
-		t.Helper()
-		start := time.Now()
-		out, err := runHelm(t, helmHome, args...)
-		t.Logf("helm %s (%s): %v", args[0], time.Since(start).Round(100*time.Millisecond), err)
-		return out, err
-	}
+	run := func(args ...string) (string, error) { return helmLogged(t, helmHome, args...) }
 	// kustomize's ClusterRoles and bindings carry no helm label until helm takes
 	// them over: by name as well as by label.
 	clusterScoped := []string{
@@ -70,16 +64,7 @@ func TestHelmTakesOverKustomizeInstall(t *testing.T) {
 		"clusterrolebinding/" + takeoverRelay, "clusterrolebinding/" + takeoverRelay + "-agent",
 	}
 	t.Cleanup(func() {
-		if out, err := runHelm(t, helmHome, "uninstall", takeoverPrefix, "-n", takeoverNS, "--ignore-not-found", "--wait", "--timeout", readyBudget.String()); err != nil {
-			t.Errorf("helm uninstall: %v\n%s", err, out)
-		}
-		if out, err := kubectl(t, "", "delete", "clusterrole,clusterrolebinding,priorityclass", "--ignore-not-found",
-			"-l", "app.kubernetes.io/managed-by=Helm,app.kubernetes.io/instance="+takeoverPrefix); err != nil {
-			t.Errorf("removing the release's cluster-scoped objects: %v\n%s", err, out)
-		}
-		if out, err := kubectl(t, "", append([]string{"delete", "--ignore-not-found"}, clusterScoped...)...); err != nil {
-			t.Errorf("removing the install's cluster-scoped objects: %v\n%s", err, out)
-		}
+		removeRelease(t, helmHome, takeoverPrefix, takeoverNS, clusterScoped)
 		_, _ = kubectl(t, "", "-n", takeoverNS, "delete", "pvc", "--all", "--ignore-not-found", "--wait=false")
 		_, _ = kubectl(t, "", "delete", "namespace", takeoverNS, takeoverAppNS, takeoverBackendNS, "--ignore-not-found", "--wait=false")
 	})
@@ -136,7 +121,7 @@ func TestHelmTakesOverKustomizeInstall(t *testing.T) {
 	// 2. helm install over it, with the doc's command: this chart folder for the
 	// doc's oci:// reference (TestHelmChartLifecycle installs from a registry),
 	// release "moved", the values of the overlay.
-	values := valuesFile(t, "values.yaml", map[string]any{
+	values := manifest.WriteValues(t, map[string]any{
 		"image": map[string]any{"repository": imageName(t), "tag": imageTag(t)},
 		// test/cluster/overlays/aks: the relay's CPU request for the test node.
 		"relay":          map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "100m"}}},
@@ -234,12 +219,8 @@ func TestHelmTakesOverKustomizeInstall(t *testing.T) {
 	app := startAppIn(t, takeoverAppNS, "moved", "http://"+takeoverRelay+"-agent."+takeoverNS+".svc:4318/v1/logs", 100)
 	waitAppAtBackend(t, app, backendIP, takeoverRecords)
 	recs := appRecords(t, app, backendIP)
-	pod := strings.TrimSpace(mustKubectl(t, "", "-n", takeoverAppNS, "get", "pods", "-l", "app=app-moved", "-o", "jsonpath={.items[0].metadata.name}"))
-	for _, r := range recs {
-		if r.Resource["k8s.pod.name"] != pod || r.Resource["k8s.namespace.name"] != takeoverAppNS {
-			t.Fatalf("record %q has resource %v, want k8s.pod.name=%s in %s", r.Body, r.Resource, pod, takeoverAppNS)
-		}
-	}
+	pod := appPod(t, takeoverAppNS, "moved")
+	requirePodIdentity(t, "after the take-over", recs, pod, takeoverAppNS)
 	t.Logf("after the take-over: %d records at the backend, each with k8s.pod.name=%s", len(recs), pod)
 
 	// 4. helm uninstall: what it took over goes, cluster-scoped objects included;

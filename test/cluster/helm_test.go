@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
@@ -60,13 +58,7 @@ const (
 func TestHelmChartLifecycle(t *testing.T) {
 	needCluster(t)
 	helmHome := t.TempDir()
-	run := func(args ...string) (string, error) {
-		t.Helper()
-		start := time.Now()
-		out, err := runHelm(t, helmHome, args...)
-		t.Logf("helm %s (%s): %v", args[0], time.Since(start).Round(100*time.Millisecond), err)
-		return out, err
-	}
+	run := func(args ...string) (string, error) { return helmLogged(t, helmHome, args...) }
 	mustRun := func(args ...string) string {
 		t.Helper()
 		out, err := run(args...)
@@ -81,13 +73,7 @@ func TestHelmChartLifecycle(t *testing.T) {
 	// cluster-scoped it may have left, and the namespaces with what is in them
 	// (the queue volumes included).
 	t.Cleanup(func() {
-		if out, err := runHelm(t, helmHome, "uninstall", helmRelease, "-n", helmNS, "--ignore-not-found", "--wait", "--timeout", readyBudget.String()); err != nil {
-			t.Errorf("helm uninstall: %v\n%s", err, out)
-		}
-		if out, err := kubectl(t, "", "delete", "clusterrole,clusterrolebinding,priorityclass", "--ignore-not-found",
-			"-l", "app.kubernetes.io/managed-by=Helm,app.kubernetes.io/instance="+helmRelease); err != nil {
-			t.Errorf("removing the release's cluster-scoped objects: %v\n%s", err, out)
-		}
+		removeRelease(t, helmHome, helmRelease, helmNS, nil)
 		_, _ = kubectl(t, "", "delete", "namespace", helmNS, helmSenderNS, helmAppNS, helmBackendNS, "--ignore-not-found", "--wait=false")
 	})
 
@@ -154,8 +140,8 @@ func TestHelmChartLifecycle(t *testing.T) {
 		t.Helper()
 		args := []string{verb, helmRelease, chart, "--version", version, "--ca-file", caFile, "-n", helmNS,
 			"--wait", "--timeout", readyBudget.String()}
-		for i, v := range vals {
-			args = append(args, "-f", valuesFile(t, fmt.Sprintf("values-%d.yaml", i), v))
+		for _, v := range vals {
+			args = append(args, "-f", manifest.WriteValues(t, v))
 		}
 		return run(args...)
 	}
@@ -325,6 +311,35 @@ func TestHelmChartLifecycle(t *testing.T) {
 	}
 }
 
+// helmLogged runs helm as runHelm does and logs how long the command took.
+func helmLogged(t *testing.T, home string, args ...string) (string, error) {
+	t.Helper()
+	start := time.Now()
+	out, err := runHelm(t, home, args...)
+	t.Logf("helm %s (%s): %v", args[0], time.Since(start).Round(100*time.Millisecond), err)
+	return out, err
+}
+
+// removeRelease uninstalls release from namespace, if it is there, and deletes
+// what cluster-scoped objects of it are left: those with its labels, and byName
+// (what kustomize made carries no helm label until helm takes it over).
+func removeRelease(t *testing.T, home, release, namespace string, byName []string) {
+	t.Helper()
+	if out, err := runHelm(t, home, "uninstall", release, "-n", namespace, "--ignore-not-found", "--wait", "--timeout", readyBudget.String()); err != nil {
+		t.Errorf("helm uninstall: %v\n%s", err, out)
+	}
+	if out, err := kubectl(t, "", "delete", "clusterrole,clusterrolebinding,priorityclass", "--ignore-not-found",
+		"-l", "app.kubernetes.io/managed-by=Helm,app.kubernetes.io/instance="+release); err != nil {
+		t.Errorf("removing the release's cluster-scoped objects: %v\n%s", err, out)
+	}
+	if len(byName) == 0 {
+		return
+	}
+	if out, err := kubectl(t, "", append([]string{"delete", "--ignore-not-found"}, byName...)...); err != nil {
+		t.Errorf("removing the install's cluster-scoped objects: %v\n%s", err, out)
+	}
+}
+
 // runHelm runs helm against the cluster, its configuration, cache and data in
 // home (nothing under the host's $HOME), and returns its combined output.
 func runHelm(t *testing.T, home string, args ...string) (string, error) {
@@ -381,18 +396,6 @@ func helmRevisions(t *testing.T, out string) []string {
 func stsGeneration(t *testing.T) string {
 	t.Helper()
 	return strings.TrimSpace(mustKubectl(t, "", "-n", helmNS, "get", "statefulset", helmRelay, "-o", "jsonpath={.metadata.generation}"))
-}
-
-// valuesFile writes v as a values file named name in a directory of the test's.
-func valuesFile(t *testing.T, name string, v map[string]any) string {
-	t.Helper()
-	b, err := yaml.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(t.TempDir(), name)
-	writeFile(t, f, b)
-	return f
 }
 
 // applyObjects applies the objects (JSON documents) in one kubectl call: created,

@@ -77,12 +77,8 @@ func TestSecondInstallInOwnNamespace(t *testing.T) {
 	app := startApp(t, "second-install", "http://"+prefix+"otelcol-relay-agent."+ns+".svc:4318/v1/logs", 100)
 	waitAppAtBackend(t, app, backendIP, 200)
 	recs := appRecords(t, app, backendIP)
-	pod := strings.TrimSpace(mustKubectl(t, "", "-n", appNS, "get", "pods", "-l", "app=app-second-install", "-o", "jsonpath={.items[0].metadata.name}"))
-	for _, r := range recs {
-		if r.Resource["k8s.pod.name"] != pod || r.Resource["k8s.namespace.name"] != appNS {
-			t.Fatalf("through the second install: record %q has resource %v, want k8s.pod.name=%s in %s", r.Body, r.Resource, pod, appNS)
-		}
-	}
+	pod := appPod(t, appNS, "second-install")
+	requirePodIdentity(t, "through the second install", recs, pod, appNS)
 	t.Logf("through the second install's agent and gateway: %d records, each with k8s.pod.name=%s", len(recs), pod)
 	if first, _, err := backendAppRecords(firstBackendIP, app.run); err != nil {
 		t.Error(err)

@@ -31,7 +31,7 @@ func TestAgentAssociatesByConnection(t *testing.T) {
 	svc := startApp(t, "via-service", "http://otelcol-relay-agent."+relayNS+".svc:4318/v1/logs", 100)
 	time.Sleep(5 * time.Second)
 	recs := appRecords(t, svc, backendIP)
-	pod := strings.TrimSpace(mustKubectl(t, "", "-n", appNS, "get", "pods", "-l", "app=app-via-service", "-o", "jsonpath={.items[0].metadata.name}"))
+	pod := appPod(t, appNS, "via-service")
 	for _, r := range recs {
 		for k, want := range map[string]string{"k8s.pod.name": pod, "k8s.deployment.name": "app-via-service", "k8s.namespace.name": appNS, "k8s.node.name": nodeName} {
 			if r.Resource[k] != want {
@@ -174,6 +174,23 @@ func backendAppRecords(backendIP, run string) ([]backendRecord, map[string]bool,
 		}
 	}
 	return recs, seen, nil
+}
+
+// appPod is the name of the pod of application run, in namespace ns.
+func appPod(t *testing.T, ns, run string) string {
+	t.Helper()
+	return strings.TrimSpace(mustKubectl(t, "", "-n", ns, "get", "pods", "-l", "app=app-"+run, "-o", "jsonpath={.items[0].metadata.name}"))
+}
+
+// requirePodIdentity fails the test at the first record whose resource does not
+// name pod in namespace ns, as k8s_attributes resolves it; where says through what.
+func requirePodIdentity(t *testing.T, where string, recs []backendRecord, pod, ns string) {
+	t.Helper()
+	for _, r := range recs {
+		if r.Resource["k8s.pod.name"] != pod || r.Resource["k8s.namespace.name"] != ns {
+			t.Fatalf("%s: record %q has resource %v, want k8s.pod.name=%s in %s", where, r.Body, r.Resource, pod, ns)
+		}
+	}
 }
 
 // waitAppAtBackend waits until the backend has n records of l's run.

@@ -72,7 +72,7 @@ func TestChartLints(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := writeValues(t, values)
+			f := manifest.WriteValues(t, values)
 			out, err := exec.Command(manifest.Helm(t), "lint", "--strict", manifest.Chart(), "-f", f).CombinedOutput()
 			if err != nil {
 				t.Fatalf("helm lint --strict: %v\n%s", err, out)
@@ -131,19 +131,6 @@ func TestChartRendersNoSecret(t *testing.T) {
 			t.Errorf("the chart renders a Secret:\n%s", doc)
 		}
 	}
-}
-
-func writeValues(t *testing.T, values map[string]any) string {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "values.yaml")
-	b, err := yaml.Marshal(values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 // TestChartValuesAreTheSchemasDefaults: every default values.schema.json states
