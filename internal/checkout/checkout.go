@@ -134,9 +134,7 @@ func (r *Repo) NextRelease(change func(dir string)) string {
 	change(r.Dir)
 	r.write("VERSION", tag[1:]+"\n")
 	r.SetImageTag(tag)
-	const chart = "deploy/helm/otelcol-relay/Chart.yaml"
-	r.write(chart, strings.NewReplacer("\nversion: "+old[1:]+"\n", "\nversion: "+tag[1:]+"\n",
-		"\nappVersion: "+old+"\n", "\nappVersion: "+tag+"\n").Replace(r.read(chart)))
+	r.SetChartVersion(tag)
 	const guide = "deploy/README.md"
 	pins := strings.NewReplacer("?ref="+old, "?ref="+tag, "newTag: "+old, "newTag: "+tag)
 	r.write(guide, pins.Replace(r.read(guide)))
@@ -159,6 +157,23 @@ func (r *Repo) SetImageTag(tag string) {
 			l = indent + "newTag: " + tag
 		}
 		lines = append(lines, l)
+	}
+	r.write(p, strings.Join(lines, "\n"))
+}
+
+// SetChartVersion sets the chart's version (X.Y.Z) and appVersion (vX.Y.Z) in the
+// copy's Chart.yaml.
+func (r *Repo) SetChartVersion(tag string) {
+	r.t.Helper()
+	const p = "deploy/helm/otelcol-relay/Chart.yaml"
+	lines := strings.Split(r.read(p), "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "version:"):
+			lines[i] = "version: " + tag[1:]
+		case strings.HasPrefix(l, "appVersion:"):
+			lines[i] = "appVersion: " + tag
+		}
 	}
 	r.write(p, strings.Join(lines, "\n"))
 }
