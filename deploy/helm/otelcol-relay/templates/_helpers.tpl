@@ -74,6 +74,82 @@ the pods. (list . "-config" $data)
 {{- dict "config.yaml" (.Files.Get "files/agent.yaml") | toJson -}}
 {{- end -}}
 
+{{/*
+The default backend's env, and with defaultBackend.mtls its CA and client keypair
+(components/backend-default-mtls): the same in the relay's and federation's
+StatefulSets, as that component patches both.
+*/}}
+{{- define "relay.defaultBackendEnv" -}}
+- name: OTEL_EXPORTER_DEFAULT_ENDPOINT
+  valueFrom:
+    configMapKeyRef:
+      name: {{ .Values.defaultBackend.configMap }}
+      key: endpoint
+- name: OTEL_EXPORTER_DEFAULT_AUTHORIZATION
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.defaultBackend.authorizationSecret }}
+      key: authorization
+{{- if .Values.defaultBackend.mtls.enabled }}
+- name: OTEL_EXPORTER_DEFAULT_CA_FILE
+  value: /certs/default/ca.crt
+- name: OTEL_EXPORTER_DEFAULT_CERT_FILE
+  value: /certs/default/tls.crt
+- name: OTEL_EXPORTER_DEFAULT_KEY_FILE
+  value: /certs/default/tls.key
+{{- end }}
+{{- end -}}
+
+{{/*
+The mounts of the backends' material: the default backend's CA and keypair with
+defaultBackend.mtls, and, when the workload reads a backends list, the listed
+backends' CAs and keypairs. (list . withBackends)
+*/}}
+{{- define "relay.backendMounts" -}}
+{{- $root := index . 0 -}}
+{{- if $root.Values.defaultBackend.mtls.enabled }}
+- name: backend-default
+  mountPath: /certs/default
+  readOnly: true
+{{- end }}
+{{- if index . 1 }}
+- name: exporter-cas
+  mountPath: /certs/exporter-cas
+  readOnly: true
+- name: exporter-certs
+  mountPath: /certs/exporter-certs
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The volumes of "relay.backendMounts", 0440 for the keys. (list . withBackends) */}}
+{{- define "relay.backendVolumes" -}}
+{{- $root := index . 0 -}}
+{{- if $root.Values.defaultBackend.mtls.enabled }}
+- name: backend-default
+  projected:
+    defaultMode: 288
+    sources:
+      - configMap:
+          name: {{ $root.Values.defaultBackend.configMap }}
+          items: [{key: ca.crt, path: ca.crt}]
+      - secret:
+          name: {{ $root.Values.defaultBackend.mtls.tlsSecret }}
+          items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]
+{{- end }}
+{{- if index . 1 }}
+- name: exporter-cas
+  configMap:
+    name: {{ $root.Values.backends.casConfigMap }}
+    optional: true
+- name: exporter-certs
+  secret:
+    secretName: {{ $root.Values.backends.certsSecret }}
+    optional: true
+    defaultMode: 288
+{{- end }}
+{{- end -}}
+
 {{/* Plain env from a map, sorted by name, then full EnvVar objects. (list env extraEnv) */}}
 {{- define "relay.extraEnv" -}}
 {{- $env := index . 0 -}}
