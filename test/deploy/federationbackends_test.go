@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -129,56 +128,27 @@ func federationBackendsOverlay(t *testing.T, fedList, relayList string) string {
 	}
 	root := t.TempDir()
 	myAKS, myFederation := filepath.Join(root, "my-aks"), filepath.Join(root, "my-federation")
-	rel := func(from, p string) string {
-		t.Helper()
-		r, err := filepath.Rel(from, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 	var components []string
 	for _, c := range install.Components {
 		sub, ok := strings.CutPrefix(c, "../deploy/")
 		if !ok {
 			t.Fatalf("%s: component %q is not under ../deploy/", fedBackendsDoc, c)
 		}
-		components = append(components, rel(myAKS, manifest.Dir(strings.Split(sub, "/")...)))
+		components = append(components, relTo(t, myAKS, manifest.Dir(strings.Split(sub, "/")...)))
 	}
 	generators := list.ConfigMapGenerator
 	if relayList != "" {
-		components = append(components, rel(myAKS, manifest.Dir("components", "backends")))
+		components = append(components, relTo(t, myAKS, manifest.Dir("components", "backends")))
 		generators = append(generators, map[string]any{
 			"name": "otelcol-relay-config", "namespace": "otelcol-relay", "behavior": "merge",
 			"files": []string{"backends.yaml=relay-backends.yaml"},
 		})
 		writeFile(t, filepath.Join(myFederation, "relay-backends.yaml"), relayList)
 	}
-	writeKustomization(t, myAKS, map[string]any{"resources": []string{rel(myAKS, manifest.Dir("base"))}, "components": components})
+	writeKustomization(t, myAKS, map[string]any{"resources": []string{relTo(t, myAKS, manifest.Dir("base"))}, "components": components})
 	writeKustomization(t, myFederation, map[string]any{"resources": []string{"../my-aks"}, "configMapGenerator": generators})
 	writeFile(t, filepath.Join(myFederation, "backends.yaml"), fedList)
 	return myFederation
-}
-
-// writeKustomization writes dir/kustomization.yaml with the fields of k.
-func writeKustomization(t *testing.T, dir string, k map[string]any) {
-	t.Helper()
-	k["apiVersion"], k["kind"] = "kustomize.config.k8s.io/v1beta1", "Kustomization"
-	out, err := yaml.Marshal(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "kustomization.yaml"), string(out))
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // inPod is the environment that gives the collectors the files a pod has (the

@@ -7,7 +7,6 @@ package deploy_test
 import (
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -60,43 +59,29 @@ func withBackendsFile(t *testing.T, inner string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources: [%s]
-configMapGenerator:
-  - {name: otelcol-relay-config, behavior: merge, files: [backends.yaml]}
-`, relTo(t, dir, inner))
-	for name, content := range map[string][]byte{"backends.yaml": b, "kustomization.yaml": []byte(k)} {
-		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFile(t, filepath.Join(dir, "backends.yaml"), string(b))
+	writeKustomization(t, dir, map[string]any{
+		"resources":          []string{relTo(t, dir, inner)},
+		"configMapGenerator": []any{map[string]any{"name": "otelcol-relay-config", "behavior": "merge", "files": []string{"backends.yaml"}}},
+	})
 	return dir
 }
 
 const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-// overlay is a kustomization of base and agent with the fields in extra, as a
-// user's own overlay adds them.
+// overlay is a kustomization of base and agent with the fields in extra (YAML), as
+// a user's own overlay adds them.
 func overlay(extra string) func(t *testing.T) string {
 	return func(t *testing.T) string {
 		dir := t.TempDir()
-		k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s, %s]\n%s\n",
-			relTo(t, dir, manifest.Dir("base")), relTo(t, dir, manifest.Dir("agent")), extra)
-		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+		k := map[string]any{}
+		if err := yaml.Unmarshal([]byte(extra), &k); err != nil {
 			t.Fatal(err)
 		}
+		k["resources"] = []string{relTo(t, dir, manifest.Dir("base")), relTo(t, dir, manifest.Dir("agent"))}
+		writeKustomization(t, dir, k)
 		return dir
 	}
-}
-
-func relTo(t *testing.T, dir, path string) string {
-	t.Helper()
-	r, err := filepath.Rel(dir, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 // federationWith is base, agent and components/federation, then components.

@@ -4,7 +4,8 @@
 
 package deploy_test
 
-// podCommand is what the deploy/ tests share beyond internal/manifest.
+// podCommand and the kustomization writers are what the deploy/ tests share beyond
+// internal/manifest.
 
 import (
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/manifest"
 )
@@ -107,4 +109,35 @@ func podCommand(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, podIndex
 		defined[e.Name] = v
 	}
 	return args, env
+}
+
+// writeKustomization writes dir/kustomization.yaml with the fields of k.
+func writeKustomization(t *testing.T, dir string, k map[string]any) {
+	t.Helper()
+	k["apiVersion"], k["kind"] = "kustomize.config.k8s.io/v1beta1", "Kustomization"
+	out, err := yaml.Marshal(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "kustomization.yaml"), string(out))
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// relTo is path relative to dir, as a kustomization in dir names it.
+func relTo(t *testing.T, dir, path string) string {
+	t.Helper()
+	r, err := filepath.Rel(dir, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
