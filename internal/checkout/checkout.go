@@ -149,31 +149,36 @@ func (r *Repo) NextRelease(change func(dir string)) string {
 // SetImageTag sets newTag in the copy's image component.
 func (r *Repo) SetImageTag(tag string) {
 	r.t.Helper()
-	const p = "deploy/components/image/kustomization.yaml"
-	var lines []string
-	for _, l := range strings.Split(r.read(p), "\n") {
+	r.rewriteLines("deploy/components/image/kustomization.yaml", func(l string) string {
 		if strings.HasPrefix(strings.TrimSpace(l), "newTag:") {
 			indent, _, _ := strings.Cut(l, "newTag:")
-			l = indent + "newTag: " + tag
+			return indent + "newTag: " + tag
 		}
-		lines = append(lines, l)
-	}
-	r.write(p, strings.Join(lines, "\n"))
+		return l
+	})
 }
 
 // SetChartVersion sets the chart's version (X.Y.Z) and appVersion (vX.Y.Z) in the
 // copy's Chart.yaml.
 func (r *Repo) SetChartVersion(tag string) {
 	r.t.Helper()
-	const p = "deploy/helm/otelcol-relay/Chart.yaml"
-	lines := strings.Split(r.read(p), "\n")
-	for i, l := range lines {
+	r.rewriteLines("deploy/helm/otelcol-relay/Chart.yaml", func(l string) string {
 		switch {
 		case strings.HasPrefix(l, "version:"):
-			lines[i] = "version: " + tag[1:]
+			return "version: " + tag[1:]
 		case strings.HasPrefix(l, "appVersion:"):
-			lines[i] = "appVersion: " + tag
+			return "appVersion: " + tag
 		}
+		return l
+	})
+}
+
+// rewriteLines replaces each line of the copy's file p with what f makes of it.
+func (r *Repo) rewriteLines(p string, f func(string) string) {
+	r.t.Helper()
+	lines := strings.Split(r.read(p), "\n")
+	for i, l := range lines {
+		lines[i] = f(l)
 	}
 	r.write(p, strings.Join(lines, "\n"))
 }
