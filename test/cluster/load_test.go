@@ -48,6 +48,17 @@ func startLoad(t *testing.T, run string, rate, workers int) *load {
 	return startLoadIn(t, loggingNS, "app.kubernetes.io/name: fluent-bit", run, rate, workers)
 }
 
+// podEnv is env's NAME=value variables as entries of a tool pod's container env
+// list, each on a line of its own (the list's indent: 4).
+func podEnv(env []string) string {
+	var out strings.Builder
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&out, "\n    - {name: %s, value: %q}", k, v)
+	}
+	return out.String()
+}
+
 // startLoadIn is startLoad from a pod in namespace ns with the labels given (YAML
 // flow-map entries), which must hold ConfigMap otelcol-relay-ca and Secret
 // otelcol-relay-fluent-bit-tls as logging does. env adds NAME=value variables
@@ -55,11 +66,6 @@ func startLoad(t *testing.T, run string, rate, workers int) *load {
 func startLoadIn(t *testing.T, ns, labels, run string, rate, workers int, env ...string) *load {
 	t.Helper()
 	name := "load-" + run
-	var extra strings.Builder
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&extra, "\n    - {name: %s, value: %q}", k, v)
-	}
 	mustKubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -90,7 +96,7 @@ spec:
       sources:
       - configMap: {name: otelcol-relay-ca, items: [{key: ca.crt, path: ca.crt}]}
       - secret: {name: otelcol-relay-fluent-bit-tls, items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]}
-`, name, ns, run, rate, workers, labels, extra.String()), "apply", "--server-side", "-f", "-")
+`, name, ns, run, rate, workers, labels, podEnv(env)), "apply", "--server-side", "-f", "-")
 	l := &load{run: run, ip: podIP(t, ns, "otelcol-relay-load="+run)}
 	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", ns, "delete", "pod", name, "--wait=false") })
 	return l

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,11 +69,6 @@ func logsEndToEnd(t *testing.T, apps, senderNS, backendIP string, lines int, env
         env: [{name: LINES, value: "%d"}, {name: LINES_PER_SECOND, value: "300"}]`, lines)),
 		"apply", "--server-side", "-f", "-")
 	podIP(t, apps, "app=lines")
-	var extra strings.Builder
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&extra, "\n    - {name: %s, value: %q}", k, v)
-	}
 	mustKubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -101,7 +95,7 @@ spec:
       sources:
       - configMap: {name: otelcol-relay-ca, items: [{key: ca.crt, path: ca.crt}]}
       - secret: {name: otelcol-relay-fluent-bit-tls, items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]}
-`, senderNS, apps, extra.String()), "apply", "--server-side", "-f", "-")
+`, senderNS, apps, podEnv(env)), "apply", "--server-side", "-f", "-")
 	// Not by the fluent-bit label alone: a load pod of an earlier test may still be
 	// terminating with it.
 	senderIP := podIP(t, senderNS, "otelcol-relay-test=log-sender")
