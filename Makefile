@@ -249,15 +249,12 @@ release: release-check cross
 ## version X.Y.Z, the VERSION file's, with appVersion vX.Y.Z: the image tag the chart
 ## runs by default, the one deploy/components/image names. make release writes the
 ## same into dist/vX.Y.Z/ (docs/releasing.md).
-CHART         := deploy/helm/otelcol-relay
 CHART_VERSION := $(shell cat VERSION)
 # The helm command: HELM if set (hack/test.sh exports the one it built), otherwise
 # the pinned one, built into the tools cache on first use (minutes cold).
 HELM_BIN       = $(or $(HELM),$$(GO=$(GO) ./hack/tools.sh helm))
 chart:
-	@set -e; helm=$(HELM_BIN); \
-		$$helm lint --quiet $(CHART); \
-		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $$helm package $(CHART) --version $(CHART_VERSION) --app-version v$(CHART_VERSION) -d dist/
+	@helm=$(HELM_BIN) && HELM="$$helm" VERSION=v$(CHART_VERSION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) ./hack/chart.sh dist
 
 ## sign: after the release is pushed to IMAGE_REPO (docs/releasing.md), sign its
 ## image index and every platform's image by digest with cosign and COSIGN_KEY,

@@ -112,21 +112,8 @@ for install in "${installs[@]}"; do
 	fi
 done
 
-# The Helm chart, otelcol-relay-X.Y.Z.tgz: version X.Y.Z, appVersion vX.Y.Z, the image
-# tag it runs by default (VERSION agrees with the tag: release-check). Its files and
-# the archive itself take the commit's time: helm push records the archive's as the
-# chart's creation time, so a push of it gives the same digest every time.
-# helm's output is shown only when it fails: it logs every symbolic link of the
-# chart's files/ at each load.
-chart=$dist/otelcol-relay-${VERSION#v}.tgz
-if ! out=$("$HELM" lint --quiet "$root/deploy/helm/otelcol-relay" 2>&1 &&
-	SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH "$HELM" package "$root/deploy/helm/otelcol-relay" \
-		--version "${VERSION#v}" --app-version "$VERSION" -d "$dist" 2>&1) || [ ! -s "$chart" ]; then
-	printf '%s\n' "$out" >&2
-	echo "release: helm lint or package of deploy/helm/otelcol-relay failed (above)" >&2
-	exit 1
-fi
-touch -d "@$SOURCE_DATE_EPOCH" "$chart"
+# The Helm chart, otelcol-relay-X.Y.Z.tgz, as make chart packages it.
+"$root/hack/chart.sh" "$dist" >/dev/null
 
 # The release notes: the page's template with this release's image, digest and
 # its sections of CHANGELOG.md and UPGRADING.md ("## X.Y.Z", or "## X.Y.Z (...)").
