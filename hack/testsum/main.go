@@ -6,7 +6,7 @@
 // names the tests that failed, or never ended (a timeout or a panic), and the
 // slowest top-level tests; -times writes every top-level test's seconds and
 // outcome (ok, FAIL, NEVER ended) to a file, slowest first, and after a failed
-// test's name its last message.
+// test's name its last messages.
 //
 // Why: CI keeps only the tail of a run's output. There a failing test's name
 // could be a thousand lines above the end, and no line said which test of a
@@ -43,10 +43,15 @@ type test struct {
 	ended     bool
 	failed    bool
 	seconds   float64
-	// lastMsg is the last line a t.Log, t.Error or t.Fatal wrote (or a panic):
-	// in a failed test, usually why it failed.
-	lastMsg string
+	// lastMsgs are the first lines of the last lastKept messages a t.Log,
+	// t.Error or t.Fatal wrote (or a panic), oldest first: in a failed test, why
+	// it failed is among them, even when a Cleanup logged what it tore down
+	// after the t.Fatal.
+	lastMsgs []string
 }
+
+// lastKept is how many of a test's last messages the times file keeps.
+const lastKept = 3
 
 // message matches what testing writes for t.Log, t.Error and t.Fatal
 // ("    file_test.go:12: text"), and a panic's first line.
@@ -90,7 +95,10 @@ func (s *summary) add(e event) {
 	switch e.Action {
 	case "output":
 		if message.MatchString(e.Output) {
-			t.lastMsg = strings.TrimSpace(e.Output)
+			if len(t.lastMsgs) == lastKept {
+				t.lastMsgs = t.lastMsgs[1:]
+			}
+			t.lastMsgs = append(t.lastMsgs, strings.Join(strings.Fields(e.Output), " "))
 		}
 		if s.verbose {
 			fmt.Fprint(s.w, e.Output)
@@ -182,12 +190,15 @@ func (s *summary) finish(slowest int, times string) error {
 }
 
 // why is what the times file says after a test that failed or never ended:
-// " # " and its last message, on one line.
+// " # " and its last messages, on one line, the last first (the line's start
+// is what a short report shows), separated by " <- ".
 func why(t *test) string {
-	if (t.ended && !t.failed) || t.lastMsg == "" {
+	if (t.ended && !t.failed) || len(t.lastMsgs) == 0 {
 		return ""
 	}
-	return " # " + strings.Join(strings.Fields(t.lastMsg), " ")
+	msgs := slices.Clone(t.lastMsgs)
+	slices.Reverse(msgs)
+	return " # " + strings.Join(msgs, " <- ")
 }
 
 func main() {

@@ -48,10 +48,13 @@ func TestFailuresOnlyAndNamedAtTheEnd(t *testing.T) {
 	if strings.Contains(out, "NEVER ENDED") {
 		t.Errorf("every test ended, yet:\n%s", out)
 	}
-	if !strings.Contains(times, " FAIL  github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestLoud # fixture_test.go:17: loud failure\n") {
-		t.Errorf("times does not say TestLoud failed:\n%s", times)
+	// The cleanup's message last, and before it the failure, as a Cleanup that
+	// dumps a peer's log leaves a failed test's messages.
+	if !strings.Contains(times, " FAIL  github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestLoud # "+
+		"fixture_test.go:16: what a cleanup logs after the failure <- fixture_test.go:18: loud failure <- fixture_test.go:17: loud line\n") {
+		t.Errorf("times does not say TestLoud failed, with its last three messages:\n%s", times)
 	}
-	if !strings.Contains(times, " TestParent # fixture_test.go:22: sub failure\n") {
+	if !strings.Contains(times, " TestParent # fixture_test.go:23: sub failure <- fixture_test.go:22: sub ok line\n") {
 		t.Errorf("times does not give TestParent's failing subtest's message:\n%s", times)
 	}
 	if first := strings.SplitN(times, "\n", 2)[0]; !strings.HasSuffix(first, " TestSlow") {
@@ -73,7 +76,7 @@ func TestVerbosePrintsEverything(t *testing.T) {
 
 func TestTimeoutNamesTheTestThatNeverEnded(t *testing.T) {
 	out, times := run(t, false, "TESTSUM_HANG=1")
-	if !strings.Contains(times, " NEVER github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestHang # panic: test timed out after 3s\n") {
+	if !strings.Contains(times, " NEVER github.com/otelcol-relay/otelcol-relay/hack/testsum/testdata/fixture TestHang # panic: test timed out after 3s <- fixture_test.go:32: hang line\n") {
 		t.Errorf("times does not say TestHang never ended:\n%s", times)
 	}
 	for _, want := range []string{"hang line", "panic: test timed out", "testsum: NEVER ENDED (a timeout or a panic; its output is above): TestHang"} {
