@@ -203,8 +203,16 @@ func TestDrainFromAnotherSourceIsRefused(t *testing.T) {
 
 func TestDrainResumesAfterTheBound(t *testing.T) {
 	g := startGuarded(t, func(c *Config) { c.Drain.ResumeAfter = 3 * time.Minute })
+	if _, ok := g.a.DrainingSince(); ok {
+		t.Fatal("DrainingSince before any drain: want false")
+	}
+	before := time.Now()
 	if code, body := getFrom(t, "127.0.0.1", g.drainURL+"/drain"); code != http.StatusOK {
 		t.Fatalf("GET /drain: %d %q", code, body)
+	}
+	// peer_handoff counts its start_after from it.
+	if since, ok := g.a.DrainingSince(); !ok || since.Before(before) || since.After(time.Now()) {
+		t.Errorf("DrainingSince after GET /drain: %v %v, want a time between the call and now", since, ok)
 	}
 	g.clock.Advance(3*time.Minute - time.Nanosecond)
 	if g.intakeCode(t) != http.StatusServiceUnavailable || g.readyCode(t) != http.StatusServiceUnavailable {
@@ -222,6 +230,9 @@ func TestDrainResumesAfterTheBound(t *testing.T) {
 	}
 	if g.logs.FilterMessageSnippet("accepting export requests again").Len() != 1 {
 		t.Error("no log line says the drain resumed")
+	}
+	if _, ok := g.a.DrainingSince(); ok {
+		t.Error("DrainingSince after the resume: want false")
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcol-relay/otelcol-relay/components/admissionextension/internal/metadata"
+	"github.com/otelcol-relay/otelcol-relay/components/internal/peerhandoff"
 )
 
 type admission struct {
@@ -50,6 +51,9 @@ type admission struct {
 	active   atomic.Int64
 	draining atomic.Bool
 	ready    atomic.Bool
+	// drainingSince is when draining last turned on, in Unix nanoseconds
+	// (DrainingSince).
+	drainingSince atomic.Int64
 
 	tel *metadata.TelemetryBuilder
 	// attrs names the instance: :8888 does not show the otelcol.component.id
@@ -71,6 +75,7 @@ var (
 	_ extensionmiddleware.HTTPServer        = (*admission)(nil)
 	_ extensionmiddleware.GRPCServer        = (*admission)(nil)
 	_ extensioncapabilities.PipelineWatcher = (*admission)(nil)
+	_ peerhandoff.Drainer                   = (*admission)(nil)
 )
 
 func newAdmission(set extension.Settings, cfg *Config) (*admission, error) {
@@ -120,12 +125,23 @@ func (a *admission) NotReady() error {
 	return nil
 }
 
+// DrainingSince is when this relay began refusing new export requests, and
+// false while it takes them: peer_handoff hands the queues to peers from a
+// while into a drain (components/internal/peerhandoff).
+func (a *admission) DrainingSince() (time.Time, bool) {
+	if !a.draining.Load() {
+		return time.Time{}, false
+	}
+	return time.Unix(0, a.drainingSince.Load()), true
+}
+
 // startDraining turns intake off; shutdown says no resume may turn it on again.
 func (a *admission) startDraining(why string, shutdown bool) {
 	a.guard.mu.Lock()
 	defer a.guard.mu.Unlock()
 	a.guard.stopping = a.guard.stopping || shutdown
 	if a.draining.CompareAndSwap(false, true) {
+		a.drainingSince.Store(time.Now().UnixNano())
 		a.tel.AdmissionDraining.Record(context.Background(), 1, a.attrs)
 		a.logger.Info("Refusing new export requests with a retryable status from now on", zap.String("reason", why))
 	}
