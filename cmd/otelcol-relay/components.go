@@ -25,6 +25,7 @@ import (
 	gomemlimitextension "github.com/otelcol-relay/otelcol-relay/components/gomemlimitextension"
 	admissionextension "github.com/otelcol-relay/otelcol-relay/components/admissionextension"
 	queuestorageextension "github.com/otelcol-relay/otelcol-relay/components/queuestorageextension"
+	peerhandoffextension "github.com/otelcol-relay/otelcol-relay/components/peerhandoffextension"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	k8sattributesprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor"
@@ -73,6 +74,7 @@ func components() (otelcol.Factories, error) {
 		gomemlimitextension.NewFactory(),
 		admissionextension.NewFactory(),
 		queuestorageextension.NewFactory(),
+		peerhandoffextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -87,6 +89,7 @@ func components() (otelcol.Factories, error) {
 		gomemlimitextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		admissionextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 		queuestorageextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
+		peerhandoffextension.NewFactory().Type(): "github.com/otelcol-relay/otelcol-relay v0.1.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
