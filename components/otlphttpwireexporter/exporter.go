@@ -30,6 +30,7 @@ import (
 
 	"github.com/otelcol-relay/otelcol-relay/components/internal/handoff"
 	"github.com/otelcol-relay/otelcol-relay/components/internal/otlpstatus"
+	"github.com/otelcol-relay/otelcol-relay/components/internal/peerhandoff"
 )
 
 // Follows otlphttpexporter@v0.165.0 otlp.go: its constants.
@@ -54,6 +55,15 @@ type wireExporter struct {
 	gzip *gzipCompressor
 	// handoff is the queue storage's, when it takes items over (start).
 	handoff atomic.Pointer[handoff.Registry]
+
+	// id names the exporter to peers (handoffpeer.go).
+	id component.ID
+	// offer queues a request a peer handed over (put in its ctx) through the
+	// exporter's own queue; set by the create function.
+	offer func(ctx context.Context) error
+	// peers is the peer_handoff extension, when the host has one (start).
+	peers      peerhandoff.Handoff
+	unregister func()
 }
 
 // newWireExporter follows otlphttpexporter@v0.165.0 otlp.go newExporter
@@ -63,6 +73,7 @@ func newWireExporter(cfg *Config, set exporter.Settings, sig *signal, u *url.URL
 		cfg:       cfg,
 		sig:       sig,
 		url:       u.String(),
+		id:        set.ID,
 		logger:    set.Logger,
 		settings:  set.TelemetrySettings,
 		userAgent: fmt.Sprintf("%s/%s (%s/%s)", set.BuildInfo.Description, set.BuildInfo.Version, runtime.GOOS, runtime.GOARCH),
@@ -78,6 +89,9 @@ func (e *wireExporter) start(ctx context.Context, host component.Host) error {
 				e.handoff.Store(p.Handoff())
 			}
 		}
+	}
+	if err := e.startHandoff(host); err != nil {
+		return err
 	}
 	if e.cfg.ClientConfig.Compression == configcompression.TypeGzip {
 		gz, err := newGzipCompressor(e.cfg.ClientConfig.CompressionParams.Level, e.concurrency())
@@ -105,6 +119,9 @@ func (e *wireExporter) push(ctx context.Context, req xexporterhelper.Request) er
 	r, ok := req.(*wireRequest)
 	if !ok {
 		return consumererror.NewPermanent(fmt.Errorf("otlp_http_wire: cannot send a %T", req))
+	}
+	if e.peers != nil && e.peers.Active() {
+		return e.handOff(ctx, r)
 	}
 	hreq, err := e.newRequest(ctx, r)
 	if err != nil {

@@ -19,6 +19,9 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-relay/otelcol-relay/components/otlphttpwireexporter/internal/metadata"
 )
@@ -55,6 +58,7 @@ func createDefaultConfig() component.Config {
 func options(cfg *Config, e *wireExporter, u *url.URL, enc exporterhelper.QueueBatchEncoding[xexporterhelper.Request]) []exporterhelper.Option {
 	return []exporterhelper.Option{
 		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 		// the http.Client timeout applies, as in otlp_http
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
@@ -90,7 +94,12 @@ func newLogs(ctx context.Context, set exporter.Settings, cfg *Config, enc export
 	if err != nil {
 		return nil, err
 	}
-	return xexporterhelper.NewLogsRequest(ctx, set, converter(logsRequest), e.push, opts...)
+	exp, err := xexporterhelper.NewLogsRequest(ctx, set, converter(logsRequest), e.push, opts...)
+	if err != nil {
+		return nil, err
+	}
+	e.offer = func(ctx context.Context) error { return exp.ConsumeLogs(ctx, plog.NewLogs()) }
+	return exp, nil
 }
 
 func createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
@@ -99,7 +108,12 @@ func createMetrics(ctx context.Context, set exporter.Settings, c component.Confi
 	if err != nil {
 		return nil, err
 	}
-	return xexporterhelper.NewMetricsRequest(ctx, set, converter(metricsRequest), e.push, opts...)
+	exp, err := xexporterhelper.NewMetricsRequest(ctx, set, converter(metricsRequest), e.push, opts...)
+	if err != nil {
+		return nil, err
+	}
+	e.offer = func(ctx context.Context) error { return exp.ConsumeMetrics(ctx, pmetric.NewMetrics()) }
+	return exp, nil
 }
 
 func createTraces(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Traces, error) {
@@ -108,7 +122,12 @@ func createTraces(ctx context.Context, set exporter.Settings, c component.Config
 	if err != nil {
 		return nil, err
 	}
-	return xexporterhelper.NewTracesRequest(ctx, set, converter(tracesRequest), e.push, opts...)
+	exp, err := xexporterhelper.NewTracesRequest(ctx, set, converter(tracesRequest), e.push, opts...)
+	if err != nil {
+		return nil, err
+	}
+	e.offer = func(ctx context.Context) error { return exp.ConsumeTraces(ctx, ptrace.NewTraces()) }
+	return exp, nil
 }
 
 // newSignalExporter is the part of the create functions that does not depend
@@ -127,7 +146,14 @@ func newSignalExporter(cfg *Config, set exporter.Settings, sig *signal, endpoint
 }
 
 // converter adapts an intake converter to exporterhelper's, which returns
-// the Request interface rather than *wireRequest.
+// the Request interface rather than *wireRequest. A request a peer handed
+// over (handoffpeer.go) is in ctx, and the data is empty: it is queued as
+// it came.
 func converter[T any](toRequest func(context.Context, T) (*wireRequest, error)) xexporterhelper.RequestConverterFunc[T] {
-	return func(ctx context.Context, data T) (xexporterhelper.Request, error) { return toRequest(ctx, data) }
+	return func(ctx context.Context, data T) (xexporterhelper.Request, error) {
+		if r, ok := ctx.Value(handedOverKey{}).(*wireRequest); ok {
+			return r, nil
+		}
+		return toRequest(ctx, data)
+	}
 }

@@ -14,11 +14,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
+	"go.opentelemetry.io/collector/pipeline"
 )
 
 // signal holds what differs between logs, metrics and traces.
 type signal struct {
 	name string // URL path element and log/error wording
+	kind pipeline.Signal
 	unit string // what an item is, for messages
 	// message is the protobuf message a chunk holds, for messages.
 	message string
@@ -47,7 +49,7 @@ var logsSignal, metricsSignal, tracesSignal *signal
 
 func init() {
 	logsSignal = &signal{
-		name: "logs", unit: "log records", message: "ExportLogsServiceRequest", count: countLogRecords,
+		name: "logs", kind: pipeline.SignalLogs, unit: "log records", message: "ExportLogsServiceRequest", count: countLogRecords,
 		decode: decoder(plogotlp.NewExportRequest, func(req plogotlp.ExportRequest, n int) decoded {
 			return logsDecoded{ld: req.Logs(), n: n}
 		}),
@@ -55,7 +57,7 @@ func init() {
 		partialSuccess: partialSuccessDecoder(plogotlp.NewExportResponse, plogotlp.ExportPartialSuccess.RejectedLogRecords),
 	}
 	metricsSignal = &signal{
-		name: "metrics", unit: "data points", message: "ExportMetricsServiceRequest", count: countDataPoints,
+		name: "metrics", kind: pipeline.SignalMetrics, unit: "data points", message: "ExportMetricsServiceRequest", count: countDataPoints,
 		decode: decoder(pmetricotlp.NewExportRequest, func(req pmetricotlp.ExportRequest, n int) decoded {
 			return metricsDecoded{md: req.Metrics(), n: n}
 		}),
@@ -63,7 +65,7 @@ func init() {
 		partialSuccess: partialSuccessDecoder(pmetricotlp.NewExportResponse, pmetricotlp.ExportPartialSuccess.RejectedDataPoints),
 	}
 	tracesSignal = &signal{
-		name: "traces", unit: "spans", message: "ExportTraceServiceRequest", count: countSpans,
+		name: "traces", kind: pipeline.SignalTraces, unit: "spans", message: "ExportTraceServiceRequest", count: countSpans,
 		decode: decoder(ptraceotlp.NewExportRequest, func(req ptraceotlp.ExportRequest, n int) decoded {
 			return tracesDecoded{td: req.Traces(), n: n}
 		}),
