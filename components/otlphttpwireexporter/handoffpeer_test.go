@@ -76,6 +76,7 @@ func startHandoffRelay(t *testing.T, pod, dir, tlsDir string, endpoints map[stri
 	pf := peerhandoffextension.NewFactory()
 	pcfg := pf.CreateDefaultConfig().(*peerhandoffextension.Config)
 	pcfg.Pod, pcfg.MaxOrdinal, pcfg.Admission, pcfg.StartAfter, pcfg.Endpoints = pod, 9, admissionID, 0, endpoints
+	pcfg.PeerNames = []string{"otelcol-relay.relays.svc"}
 	pcfg.Server.NetAddr.Endpoint = strings.TrimPrefix(endpoints[pod], "https://")
 	pcfg.Server.TLS = configoptional.Some(configtls.ServerConfig{
 		Config:       configtls.Config{CertFile: filepath.Join(tlsDir, "tls.crt"), KeyFile: filepath.Join(tlsDir, "tls.key")},
@@ -156,7 +157,7 @@ func loopbackEndpoints(t *testing.T, pods ...string) map[string]string {
 func TestDrainingExporterHandsItsQueueToAPeer(t *testing.T) {
 	tlsDir := t.TempDir()
 	ca := testcerts.NewCA(t, "relay-ca")
-	kp := ca.Peer(t, testcerts.Options{CommonName: "otelcol-relay"})
+	kp := ca.Peer(t, testcerts.Options{CommonName: "otelcol-relay", DNSNames: []string{"otelcol-relay.relays.svc"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	testcerts.WriteFile(t, filepath.Join(tlsDir, "ca.crt"), ca.CertPEM)
 	testcerts.WriteFile(t, filepath.Join(tlsDir, "tls.crt"), kp.CertPEM)
 	testcerts.WriteFile(t, filepath.Join(tlsDir, "tls.key"), kp.KeyPEM)

@@ -30,6 +30,12 @@ type Config struct {
 	// with each one's URL, where pods have no DNS names (relays on one
 	// machine, on fixed addresses).
 	Endpoints map[string]string `mapstructure:"endpoints"`
+	// PeerNames are the DNS names a client certificate must carry one of
+	// (its SANs): the relays' own (otelcol-relay.<namespace>.svc). Other
+	// clients of the same CA (fluent-bit, the agents) may not hand off: an
+	// item goes straight into a backend's queue, past its route and
+	// processors.
+	PeerNames []string `mapstructure:"peer_names"`
 	// Pod is this relay's pod name, <statefulset>-<ordinal> (the downward
 	// API's metadata.name): the peers are the same StatefulSet's other pods.
 	Pod string `mapstructure:"pod"`
@@ -69,6 +75,14 @@ func (c *Config) Validate() error {
 	}
 	if !c.Server.TLS.HasValue() || c.Server.TLS.Get().ClientCAFile == "" {
 		errs = append(errs, errors.New("server::tls::client_ca_file: empty: a peer's hand-off carries the data of every backend, and is taken only from a client with a certificate of that CA"))
+	}
+	if len(c.PeerNames) == 0 {
+		errs = append(errs, errors.New("peer_names: empty, want the DNS names of the relays' client certificate (otelcol-relay.<namespace>.svc): other clients of the CA may not hand off"))
+	}
+	for i, n := range c.PeerNames {
+		if n == "" || strings.ContainsAny(n, " /:*") {
+			errs = append(errs, fmt.Errorf("peer_names[%d]: %q, want a DNS name", i, n))
+		}
 	}
 	if c.Admission.Type().String() == "" {
 		errs = append(errs, errors.New("admission: empty, want the admission extension whose drain starts the hand-off"))

@@ -15,6 +15,7 @@ import (
 func validConfig() *Config {
 	cfg := createDefaultConfig()
 	cfg.Pod, cfg.MaxOrdinal, cfg.Admission = "otelcol-relay-2", 4, admissionID
+	cfg.PeerNames = []string{"otelcol-relay.otelcol-relay.svc"}
 	cfg.Server.NetAddr.Endpoint = ":4319"
 	cfg.Server.TLS = configoptional.Some(configtls.ServerConfig{
 		Config:       configtls.Config{CertFile: "/tls/tls.crt", KeyFile: "/tls/tls.key"},
@@ -52,6 +53,8 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 		{"no client CA", func(c *Config) { c.Server.TLS = configoptional.Some(configtls.ServerConfig{}) }, "server::tls::client_ca_file: empty"},
 		{"no TLS", func(c *Config) { c.Server.TLS = configoptional.None[configtls.ServerConfig]() }, "server::tls::client_ca_file: empty"},
 		{"no admission", func(c *Config) { c.Admission = component.ID{} }, "admission: empty"},
+		{"no peer_names", func(c *Config) { c.PeerNames = nil }, "peer_names: empty"},
+		{"a wildcard peer name", func(c *Config) { c.PeerNames = []string{"*.svc"} }, `peer_names[0]: "*.svc", want a DNS name`},
 		{"negative start_after", func(c *Config) { c.StartAfter = -1 }, "start_after: -1ns, want 0 or more"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -56,17 +56,26 @@ func (r *relay) drain(t *testing.T) {
 	}
 }
 
+// peerName is the relays' name their certificate carries (peer_names).
+const peerName = "otelcol-relay.relays.svc"
+
 // pki is one CA's files: each relay's keypair serves and dials (server and
-// client auth), as the relays' certificate does.
+// client auth), as the relays' certificate does, and names the relays'
+// Service.
 type pki struct {
 	dir string
 	ca  *testcerts.CA
 }
 
 func newPKI(t *testing.T) *pki {
+	return newPKINamed(t, peerName)
+}
+
+// newPKINamed is newPKI with a relay certificate that names name instead.
+func newPKINamed(t *testing.T, name string) *pki {
 	p := &pki{dir: t.TempDir(), ca: testcerts.NewCA(t, "relay-ca")}
 	testcerts.WriteFile(t, filepath.Join(p.dir, "ca.crt"), p.ca.CertPEM)
-	kp := p.ca.Peer(t, testcerts.Options{CommonName: "relay"})
+	kp := p.ca.Peer(t, testcerts.Options{CommonName: "relay", DNSNames: []string{name, "localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	testcerts.WriteFile(t, filepath.Join(p.dir, "tls.crt"), kp.CertPEM)
 	testcerts.WriteFile(t, filepath.Join(p.dir, "tls.key"), kp.KeyPEM)
 	return p
@@ -113,7 +122,7 @@ func startRelay(t *testing.T, p *pki, pod string, startAfter time.Duration, endp
 	}
 	cfg := createDefaultConfig()
 	cfg.Pod, cfg.MaxOrdinal, cfg.Admission, cfg.StartAfter = pod, 9, admissionID, startAfter
-	cfg.Endpoints = endpoints
+	cfg.Endpoints, cfg.PeerNames = endpoints, []string{peerName}
 	cfg.Server.NetAddr.Endpoint = strings.TrimPrefix(endpoints[pod], "https://")
 	cfg.Server.TLS = configoptional.Some(configtls.ServerConfig{
 		Config:       configtls.Config{CertFile: filepath.Join(p.dir, "tls.crt"), KeyFile: filepath.Join(p.dir, "tls.key")},
@@ -288,6 +297,34 @@ func TestPeersRefuseAClientOfAnotherCA(t *testing.T) {
 	}
 }
 
+// A client of the same CA whose certificate does not name the relays (a
+// fluent-bit's, an agent's) hands nothing off: it would put data straight
+// into a backend's queue, past the backend's route and processors.
+func TestPeersRefuseAClientThatIsNotARelay(t *testing.T) {
+	p := newPKI(t)
+	relays := startRelays(t, p, 0, "relay-0", "relay-1")
+	at0 := &taken{}
+	relays["relay-0"].h.Register(wireDefault, pipeline.SignalLogs, at0.accept)
+	// The same CA, a keypair for fluent-bit's name.
+	fb := &pki{dir: t.TempDir(), ca: p.ca}
+	testcerts.WriteFile(t, filepath.Join(fb.dir, "ca.crt"), p.ca.CertPEM)
+	kp := p.ca.Peer(t, testcerts.Options{CommonName: "fluent-bit", DNSNames: []string{"fluent-bit.logging.svc"}})
+	testcerts.WriteFile(t, filepath.Join(fb.dir, "tls.crt"), kp.CertPEM)
+	testcerts.WriteFile(t, filepath.Join(fb.dir, "tls.key"), kp.KeyPEM)
+	other := startRelay(t, fb, "relay-1", 0, map[string]string{"relay-0": relays["relay-0"].h.cfg.Endpoints["relay-0"], "relay-1": "https://127.0.0.1:0"})
+	other.drain(t)
+	err := other.h.Send(context.Background(), wireDefault, pipeline.SignalLogs, []byte("item"), 1)
+	if err == nil || !strings.Contains(err.Error(), `relay-0: 403 Forbidden: the client certificate (subject "fluent-bit", DNS names [fluent-bit.logging.svc]) names none of peer_names [otelcol-relay.relays.svc]`) {
+		t.Fatalf("Send with fluent-bit's certificate: %v, want relay-0's 403 naming the certificate", err)
+	}
+	if len(at0.got()) != 0 {
+		t.Error("relay-0 took an item from a client that is not a relay")
+	}
+	if got := count(t, relays["relay-0"].tel, "otelcol_peer_handoff_refused_requests", map[string]string{"reason": "not_a_peer"}); got != 1 {
+		t.Errorf("refused not_a_peer %d times, want 1", got)
+	}
+}
+
 func TestActiveFromStartAfterIntoTheDrain(t *testing.T) {
 	relays := startRelays(t, newPKI(t), time.Hour, "relay-0", "relay-1")
 	r := relays["relay-1"]
@@ -304,7 +341,7 @@ func TestActiveFromStartAfterIntoTheDrain(t *testing.T) {
 
 func TestStartNamesAMissingOrWrongAdmission(t *testing.T) {
 	cfg := createDefaultConfig()
-	cfg.Pod, cfg.Admission = "relay-1", admissionID
+	cfg.Pod, cfg.Admission, cfg.PeerNames = "relay-1", admissionID, []string{peerName}
 	h, err := newHandoff(extensiontest.NewNopSettings(component.MustNewType("peer_handoff")), cfg)
 	if err != nil {
 		t.Fatal(err)

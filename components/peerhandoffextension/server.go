@@ -30,6 +30,10 @@ func (h *handoff) take(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, "bad_item", http.StatusNotFound, fmt.Errorf("no signal %q: want logs, metrics or traces", r.PathValue("signal")))
 		return
 	}
+	if err := h.checkPeer(r); err != nil {
+		h.refuse(w, r, "not_a_peer", http.StatusForbidden, err)
+		return
+	}
 	// A relay that leaves takes nothing: it would only hand it on again.
 	if _, draining := h.drainer.DrainingSince(); draining {
 		h.refuse(w, r, "draining", http.StatusServiceUnavailable, errors.New("this relay is draining"))
@@ -65,6 +69,21 @@ func (h *handoff) take(w http.ResponseWriter, r *http.Request) {
 	}
 	h.tel.PeerHandoffTakenItems.Add(r.Context(), int64(items), h.attrs(attribute.String("exporter", id.String())))
 	w.WriteHeader(http.StatusOK)
+}
+
+// checkPeer accepts a client whose certificate (verified against
+// server::tls::client_ca_file by the TLS handshake) names one of peer_names.
+func (h *handoff) checkPeer(r *http.Request) error {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return errors.New("no client certificate")
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	for _, name := range h.cfg.PeerNames {
+		if leaf.VerifyHostname(name) == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("the client certificate (subject %q, DNS names %v) names none of peer_names %v", leaf.Subject.CommonName, leaf.DNSNames, h.cfg.PeerNames)
 }
 
 func (h *handoff) refuse(w http.ResponseWriter, r *http.Request, reason string, code int, err error) {
