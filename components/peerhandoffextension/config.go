@@ -18,12 +18,17 @@ import (
 // Config says where this relay takes its peers' hand-offs, how it reaches its
 // peers, and when a drain starts handing off.
 type Config struct {
+	// Enabled turns the extension off when false: it serves nothing, and no
+	// exporter hands off. The gateway's config lists it for every run and
+	// the relay StatefulSet turns it on (RELAY_HANDOFF_ENABLED), where there
+	// are peers and the mutual TLS it needs.
+	Enabled bool `mapstructure:"enabled"`
 	// Server takes peers' hand-offs: HTTPS with a client certificate required
 	// (tls::client_ca_file), the relays' own. max_request_body_size bounds a
 	// hand-off (one queue request of the exporter's batch size).
 	Server confighttp.ServerConfig `mapstructure:"server"`
-	// Client reaches the peers: endpoint is a URL with {pod} where a peer's
-	// pod name goes (https://{pod}.otelcol-relay-peers.otelcol-relay.svc:4319),
+	// Client reaches the peers: endpoint is a URL with <pod> where a peer's
+	// pod name goes (https://<pod>.otelcol-relay-peers.otelcol-relay.svc:4319),
 	// tls the client certificate the peers accept.
 	Client confighttp.ClientConfig `mapstructure:"client"`
 	// Endpoints, instead of client::endpoint, lists the peers by pod name
@@ -53,9 +58,37 @@ type Config struct {
 var podName = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)-(0|[1-9]\d*)$`)
 
 // peerPlaceholder is where a peer's pod name goes in client::endpoint.
-const peerPlaceholder = "{pod}"
+const peerPlaceholder = "<pod>"
+
+// setPlaceholder is where the StatefulSet's name (pod's, without the
+// ordinal) goes in client::endpoint, client::tls::server_name_override and
+// peer_names: the manifests name the relays' Services after it
+// (<statefulset>, <statefulset>-headless), so those follow a kustomize
+// namePrefix or a Helm release with no value to rename.
+const setPlaceholder = "<statefulset>"
+
+// withStatefulSet is the config with the StatefulSet's name in place of
+// <statefulset>; unchanged when pod is not a StatefulSet pod's name.
+func (c *Config) withStatefulSet() *Config {
+	set, _, err := c.self()
+	if err != nil {
+		return c
+	}
+	out := *c
+	out.Client.Endpoint = strings.ReplaceAll(c.Client.Endpoint, setPlaceholder, set)
+	out.Client.TLS.ServerName = strings.ReplaceAll(c.Client.TLS.ServerName, setPlaceholder, set)
+	out.PeerNames = make([]string, len(c.PeerNames))
+	for i, n := range c.PeerNames {
+		out.PeerNames[i] = strings.ReplaceAll(n, setPlaceholder, set)
+	}
+	return &out
+}
 
 func (c *Config) Validate() error {
+	if !c.Enabled {
+		return nil
+	}
+	c = c.withStatefulSet()
 	var errs []error
 	if _, _, err := c.self(); err != nil {
 		errs = append(errs, err)

@@ -3,6 +3,7 @@
 package peerhandoffextension
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 )
 
 func validConfig() *Config {
@@ -21,7 +23,7 @@ func validConfig() *Config {
 		Config:       configtls.Config{CertFile: "/tls/tls.crt", KeyFile: "/tls/tls.key"},
 		ClientCAFile: "/tls/ca.crt",
 	})
-	cfg.Client.Endpoint = "https://{pod}.otelcol-relay-peers.otelcol-relay.svc:4319"
+	cfg.Client.Endpoint = "https://<pod>.otelcol-relay-peers.otelcol-relay.svc:4319"
 	return cfg
 }
 
@@ -38,11 +40,11 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 		{"pod empty", func(c *Config) { c.Pod = "" }, `pod: "", want`},
 		{"ordinal with a leading zero", func(c *Config) { c.Pod = "relay-01" }, `pod: "relay-01"`},
 		{"max_ordinal", func(c *Config) { c.MaxOrdinal = 0 }, "max_ordinal: 0, want at least 1"},
-		{"no placeholder", func(c *Config) { c.Client.Endpoint = "https://relay:4319" }, `client::endpoint: "https://relay:4319", want a URL with {pod} once`},
-		{"plain http", func(c *Config) { c.Client.Endpoint = "http://{pod}.peers:4319" }, "want https"},
-		{"a path", func(c *Config) { c.Client.Endpoint = "https://{pod}.peers:4319/v1" }, "no path, query or user"},
-		{"placeholder outside the host", func(c *Config) { c.Client.Endpoint = "https://peers:4319?p={pod}" }, "want {pod} in the host name"},
-		{"endpoints and endpoint", func(c *Config) { c.Endpoints = map[string]string{"otelcol-relay-0": "https://127.0.0.1:4319"} }, "client::endpoint: \"https://{pod}.otelcol-relay-peers.otelcol-relay.svc:4319\" and endpoints both set"},
+		{"no placeholder", func(c *Config) { c.Client.Endpoint = "https://relay:4319" }, `client::endpoint: "https://relay:4319", want a URL with <pod> once`},
+		{"plain http", func(c *Config) { c.Client.Endpoint = "http://<pod>.peers:4319" }, "want https"},
+		{"a path", func(c *Config) { c.Client.Endpoint = "https://<pod>.peers:4319/v1" }, "no path, query or user"},
+		{"placeholder outside the host", func(c *Config) { c.Client.Endpoint = "https://peers:4319?p=<pod>" }, "want <pod> in the host name"},
+		{"endpoints and endpoint", func(c *Config) { c.Endpoints = map[string]string{"otelcol-relay-0": "https://127.0.0.1:4319"} }, "client::endpoint: \"https://<pod>.otelcol-relay-peers.otelcol-relay.svc:4319\" and endpoints both set"},
 		{"endpoints of another StatefulSet", func(c *Config) {
 			c.Client.Endpoint, c.Endpoints = "", map[string]string{"other-0": "https://127.0.0.1:4319"}
 		}, `endpoints: "other-0", want a pod name of StatefulSet "otelcol-relay"`},
@@ -65,6 +67,52 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 				t.Errorf("Validate: %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// <statefulset> is the pod's StatefulSet wherever a relay's Service name goes,
+// so a prefixed install's config needs no other value.
+func TestStatefulSetPlaceholder(t *testing.T) {
+	cfg := validConfig()
+	cfg.Pod = "team-a-otelcol-relay-1"
+	cfg.Client.Endpoint = "https://<pod>.<statefulset>-headless.telemetry.svc:4319"
+	cfg.Client.TLS.ServerName = "<statefulset>"
+	cfg.PeerNames = []string{"<statefulset>.telemetry.svc", "<statefulset>"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.withStatefulSet()
+	if want := "https://team-a-otelcol-relay-0.team-a-otelcol-relay-headless.telemetry.svc:4319/v1/handoff/logs"; got.peerURL("team-a-otelcol-relay-0", "logs") != want {
+		t.Errorf("peerURL: %s, want %s", got.peerURL("team-a-otelcol-relay-0", "logs"), want)
+	}
+	if got.Client.TLS.ServerName != "team-a-otelcol-relay" || !slices.Equal(got.PeerNames, []string{"team-a-otelcol-relay.telemetry.svc", "team-a-otelcol-relay"}) {
+		t.Errorf("server name %q, peer names %v", got.Client.TLS.ServerName, got.PeerNames)
+	}
+	if cfg.Client.Endpoint != "https://<pod>.<statefulset>-headless.telemetry.svc:4319" {
+		t.Error("withStatefulSet changed the config it was called on")
+	}
+}
+
+// Off, nothing else is checked: the gateway's config lists the extension
+// for runs without peers or TLS.
+func TestDisabledNeedsNothingElse(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Enabled = false
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate with enabled: false: %v", err)
+	}
+	h, err := newHandoff(extensiontest.NewNopSettings(component.MustNewType("peer_handoff")), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(context.Background(), host{}); err != nil {
+		t.Fatalf("Start with enabled: false and no admission: %v", err)
+	}
+	if h.Active() {
+		t.Error("Active with enabled: false")
+	}
+	if err := h.Shutdown(context.Background()); err != nil {
+		t.Error(err)
 	}
 }
 

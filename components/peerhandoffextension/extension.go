@@ -58,13 +58,18 @@ func newHandoff(set extension.Settings, cfg *Config) (*handoff, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Enabled {
+		cfg = cfg.withStatefulSet()
+	}
 	h := &handoff{
 		cfg:     cfg,
 		set:     set,
 		tel:     tel,
 		extAttr: attribute.String("extension", set.ID.String()),
-		peers:   cfg.peers(),
 		accepts: map[string]peerhandoff.Accept{},
+	}
+	if cfg.Enabled {
+		h.peers = cfg.peers()
 	}
 	return h, nil
 }
@@ -74,6 +79,10 @@ func key(id component.ID, signal pipeline.Signal) string { return id.String() + 
 // Start finds the admission extension, builds the client (with the host's
 // middlewares: certwatch reloads the client certificate) and serves peers.
 func (h *handoff) Start(ctx context.Context, host component.Host) error {
+	if !h.cfg.Enabled {
+		h.set.Logger.Info("Hand-off to peers is off (enabled: false): what a drain cannot deliver stays on this relay's volume")
+		return nil
+	}
 	ext, ok := host.GetExtensions()[h.cfg.Admission]
 	if !ok {
 		return fmt.Errorf("peer_handoff admission: no extension %q in service::extensions", h.cfg.Admission)

@@ -35,6 +35,7 @@ func createDefaultConfig() *Config {
 	// the next: the drain's budget is short.
 	client.Timeout = 10 * time.Second
 	return &Config{
+		Enabled:    true,
 		Server:     server,
 		Client:     client,
 		MaxOrdinal: 15,
