@@ -112,7 +112,7 @@ func TestAlertsFireOnFaults(t *testing.T) {
 	now := time.Now()
 	replaceTLSSecret(t, p, "otelcol-relay-backend-default-tls", "client", p.backendCA.Client(t,
 		testcerts.Options{CommonName: "otelcol-relay-expiring", NotAfter: now.Add(72 * time.Hour)}))
-	replaceTLSSecret(t, p, "otelcol-relay-receiver-tls", "gw", p.ca.Server(t, relayServing(now.Add(96*time.Hour))))
+	replaceTLSSecret(t, p, "otelcol-relay-receiver-tls", "gw", p.ca.Peer(t, relayServing(now.Add(96*time.Hour))))
 	waits := map[string]string{
 		"OtelcolRelayBackendStalled":          "the backend cut off",
 		"OtelcolRelayDeliveryLagging":         "the backend cut off",

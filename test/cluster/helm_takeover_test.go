@@ -80,7 +80,7 @@ func TestHelmTakesOverKustomizeInstall(t *testing.T) {
 	svc := takeoverRelay + "." + takeoverNS
 	applyObjects(t,
 		configMap(takeoverNS, "otelcol-relay-ca", map[string]string{"ca.crt": string(p.ca.CertPEM)}),
-		tlsSecret(takeoverNS, "otelcol-relay-receiver-tls", p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc",
+		tlsSecret(takeoverNS, "otelcol-relay-receiver-tls", p.ca.Peer(t, testcerts.Options{CommonName: svc + ".svc",
 			DNSNames: []string{takeoverRelay, svc, svc + ".svc", svc + ".svc.cluster.local"}})),
 		tlsSecret(takeoverNS, "otelcol-relay-agent-tls", p.ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent"})),
 		configMap(takeoverNS, "otelcol-relay-backend-default", map[string]string{

@@ -87,7 +87,7 @@ func TestHelmChartLifecycle(t *testing.T) {
 		applyTestNamespace(t, ns)
 	}
 	svc := helmRelay + "." + helmNS
-	gw := p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc",
+	gw := p.ca.Peer(t, testcerts.Options{CommonName: svc + ".svc",
 		DNSNames: []string{helmRelay, svc, svc + ".svc", svc + ".svc.cluster.local"}})
 	agent := p.ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent"})
 	fluentBit := p.ca.Client(t, testcerts.Options{CommonName: "fluent-bit"})

@@ -83,7 +83,7 @@ func newPKI(t *testing.T) *pki {
 		writeFile(t, filepath.Join(dir, name+".crt"), kp.CertPEM)
 		writeFile(t, filepath.Join(dir, name+".key"), kp.KeyPEM)
 	}
-	pair("gw", ca.Server(t, relayServing(valid)))
+	pair("gw", ca.Peer(t, relayServing(valid)))
 	pair("agent", ca.Client(t, testcerts.Options{CommonName: "otelcol-relay-agent", NotAfter: valid}))
 	pair("fluent-bit", ca.Client(t, testcerts.Options{CommonName: "fluent-bit", NotAfter: valid}))
 	pair("client", backendCA.Client(t, testcerts.Options{CommonName: "otelcol-relay", NotAfter: valid}))

@@ -44,7 +44,7 @@ func TestSecondInstallInOwnNamespace(t *testing.T) {
 		writeFile(t, filepath.Join(dir, f), b)
 	}
 	svc := prefix + "otelcol-relay." + ns
-	gw := p.ca.Server(t, testcerts.Options{CommonName: svc + ".svc",
+	gw := p.ca.Peer(t, testcerts.Options{CommonName: svc + ".svc",
 		DNSNames: []string{svc, svc + ".svc", svc + ".svc.cluster.local"}})
 	writeFile(t, filepath.Join(dir, "gw.crt"), gw.CertPEM)
 	writeFile(t, filepath.Join(dir, "gw.key"), gw.KeyPEM)

@@ -125,7 +125,7 @@ func rollout(t *testing.T, what, drain string, change func()) map[string]relayPo
 		}
 	}
 	for name, e := range ends {
-		e.check(t, name+" ("+what+")", 120*time.Second, drain)
+		e.check(t, name+" ("+what+")", drain)
 	}
 	return after
 }

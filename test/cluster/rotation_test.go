@@ -49,7 +49,7 @@ func TestBackendCertificateRotation(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "client.crt"), client.CertPEM)
 	writeFile(t, filepath.Join(dir, "client.key"), client.KeyPEM)
 	writeFile(t, filepath.Join(dir, "ca.crt"), testcerts.Bundle(p.backendCA, next))
-	gw := p.ca.Server(t, relayServing(valid))
+	gw := p.ca.Peer(t, relayServing(valid))
 	writeFile(t, filepath.Join(dir, "gw.crt"), gw.CertPEM)
 	writeFile(t, filepath.Join(dir, "gw.key"), gw.KeyPEM)
 	endpoint := strings.TrimSpace(mustKubectl(t, "", "-n", relayNS, "get", "configmap", "otelcol-relay-backend-default", "-o", "jsonpath={.data.endpoint}"))

@@ -110,7 +110,7 @@ func TestScaleOutAndIn(t *testing.T) {
 	waitRelays(t, 2)
 	t.Logf("scaled in to 2 replicas in %s", time.Since(inStart).Round(time.Second))
 	for name, e := range removed {
-		e.check(t, name, 120*time.Second, drainedLog)
+		e.check(t, name, drainedLog)
 	}
 	for name := range removed {
 		n, per := queuedOnVolume(t, "queue-"+name)
@@ -253,13 +253,15 @@ func (e *podEnd) wait() {
 // drainedLog and drainGaveUpLog are the admission extension's lines for a drain
 // that emptied the queues and for one that reached its timeout.
 const (
+	// relayGrace is the relay StatefulSet's terminationGracePeriodSeconds.
+	relayGrace     = 120 * time.Second
 	drainedLog     = "Drained: no request in progress"
 	drainGaveUpLog = "Drain gave up"
 )
 
 // check: the pod's drain ended as drain says (a line of the admission extension's
-// log: drainedLog or drainGaveUpLog), then it exited 0 within grace of its deletion.
-func (e *podEnd) check(t *testing.T, name string, grace time.Duration, drain string) {
+// log: drainedLog or drainGaveUpLog), then it exited 0 within relayGrace of its deletion.
+func (e *podEnd) check(t *testing.T, name string, drain string) {
 	t.Helper()
 	e.wait()
 	e.mu.Lock()
@@ -283,8 +285,8 @@ func (e *podEnd) check(t *testing.T, name string, grace time.Duration, drain str
 	if !strings.Contains(log, drain) {
 		t.Errorf("pod %s: no %q in its log:\n%s", name, drain, tail(log, 20))
 	}
-	if d := e.exitedAt.Sub(e.deletedAt); !e.exitedAt.IsZero() && d > grace {
-		t.Errorf("pod %s took %s from deletion to exit, beyond the grace period %s", name, d, grace)
+	if d := e.exitedAt.Sub(e.deletedAt); !e.exitedAt.IsZero() && d > relayGrace {
+		t.Errorf("pod %s took %s from deletion to exit, beyond the grace period %s", name, d, relayGrace)
 	}
 }
 

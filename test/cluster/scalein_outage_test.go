@@ -14,7 +14,9 @@ import (
 const drainTimeout = "RELAY_DRAIN_TIMEOUT=30s"
 
 // TestScaleInBackendDown removes a replica while the backend is unreachable for the
-// whole drain. The drain gives up at its timeout, the pod exits within the grace
+// whole drain, with the hand-off to peers off (RELAY_HANDOFF_ENABLED=false, as
+// before peer_handoff, and what happens when no peer takes anything). The drain
+// gives up at its timeout, the pod exits within the grace
 // period, and what it held stays on its retained volume (counted here); the shipped
 // alert OtelcolRelayDataLeftOnVolume, evaluated by a real Prometheus (Debian's) that
 // scrapes what the shipped monitors make of the install, becomes active on the real otelcol_admission_drain_queue_size; and once
@@ -23,7 +25,7 @@ const drainTimeout = "RELAY_DRAIN_TIMEOUT=30s"
 // shipped 100, so that the test waits 30 s for a drain that cannot finish.
 func TestScaleInBackendDown(t *testing.T) {
 	install(t)
-	relayEnv(t, drainTimeout)
+	relayEnv(t, drainTimeout, "RELAY_HANDOFF_ENABLED=false")
 	scaleToTwo(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 	prom := startPrometheus(t)
@@ -52,7 +54,7 @@ func TestScaleInBackendDown(t *testing.T) {
 	setHPA(t, 2, 2)
 	waitRelays(t, 2)
 	t.Logf("otelcol-relay-2 removed %s after the scale-in, backend down", time.Since(start).Round(time.Second))
-	end.check(t, "otelcol-relay-2", 120*time.Second, drainGaveUpLog)
+	end.check(t, "otelcol-relay-2", drainGaveUpLog)
 	left, per := queuedOnVolume(t, "queue-otelcol-relay-2")
 	t.Logf("left on the retained volume queue-otelcol-relay-2: %d queue items %v", left, per)
 	if left == 0 {
@@ -78,4 +80,78 @@ func TestScaleInBackendDown(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestScaleInBackendDownHandsOff removes a replica while the backend is
+// unreachable, with the shipped hand-off (peer_handoff) starting 5 s into the
+// drain: otelcol-relay-2's exporter gives what it queued to otelcol-relay-0 or
+// -1 over the relays' mutual TLS, through the headless Service and the
+// NetworkPolicy, so its drain ends drained and its retained volume is empty;
+// the peers deliver every acknowledged record once the backend is back.
+func TestScaleInBackendDownHandsOff(t *testing.T) {
+	install(t)
+	relayEnv(t, "RELAY_DRAIN_TIMEOUT=60s", "RELAY_HANDOFF_START_AFTER=5s", "RELAY_HANDOFF_ENABLED=true")
+	scaleToTwo(t)
+	backendIP := podIP(t, backendNS, "app=backend")
+	t.Cleanup(func() {
+		_ = getJSON("http://"+backendIP+":8080/down?on=false", nil)
+		scaleToTwo(t)
+	})
+
+	setHPA(t, 3, 10)
+	waitRelays(t, 3)
+	if err := getJSON("http://"+backendIP+":8080/down?on=true", nil); err != nil {
+		t.Fatal(err)
+	}
+	l := startLoad(t, "handoff", 1000, 3)
+	var queued float64
+	eventually(t, "otelcol-relay-2 queues records", readyBudget, func() string {
+		v, err := selfMetric(relayPods(t)["otelcol-relay-2"].ip, "otelcol_exporter_queue_size")
+		if err != nil || v < 10 {
+			return fmt.Sprintf("queue size %v (%v)", v, err)
+		}
+		queued = v
+		return ""
+	})
+	l.setRate(t, 0)
+	taken := func() float64 {
+		var sum float64
+		for n, p := range relayPods(t) {
+			if n == "otelcol-relay-2" {
+				continue
+			}
+			v, err := selfMetric(p.ip, "otelcol_peer_handoff_taken_items")
+			if err == nil {
+				sum += v
+			}
+		}
+		return sum
+	}
+	takenBefore := taken()
+
+	end := watchEnd(t, "otelcol-relay-2")
+	start := time.Now()
+	setHPA(t, 2, 2)
+	waitRelays(t, 2)
+	t.Logf("otelcol-relay-2 removed %s after the scale-in, backend down, %.0f bytes queued when the load stopped", time.Since(start).Round(time.Second), queued)
+	end.check(t, "otelcol-relay-2", drainedLog)
+	left, per := queuedOnVolume(t, "queue-otelcol-relay-2")
+	if left != 0 {
+		t.Errorf("%d queue items left on the retained volume queue-otelcol-relay-2 %v: the hand-off did not empty it", left, per)
+	}
+	handed := taken() - takenBefore
+	if handed == 0 {
+		t.Error("the peers took no record from otelcol-relay-2")
+	}
+
+	if err := getJSON("http://"+backendIP+":8080/down?on=false", nil); err != nil {
+		t.Fatal(err)
+	}
+	st, sc := l.finish(t, backendIP)
+	t.Logf("hand-off on scale-in: %d acknowledged, %d received, %d missing, %d duplicated; the peers took %.0f records; %d items left on the volume",
+		st.Acked, sc.Distinct, sc.Missing, sc.Duplicates, handed, left)
+	if sc.Missing != 0 {
+		t.Errorf("%d acknowledged records never reached the backend (first: %v)", sc.Missing, sc.FirstMissing)
+	}
+	queuesEmpty(t)
 }

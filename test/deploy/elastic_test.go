@@ -47,7 +47,7 @@ type collectorConfig struct {
 // parsed, from the rendered ConfigMaps.
 func configOf(t *testing.T, r manifest.Rendered, spec corev1.PodSpec) []collectorConfig {
 	t.Helper()
-	args, _ := podCommand(t, r, spec, "0")
+	args, _ := podCommand(t, r, spec, "otelcol-relay-0", "0")
 	var out []collectorConfig
 	for i, a := range args {
 		if a != "--config" {

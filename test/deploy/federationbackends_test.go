@@ -164,7 +164,7 @@ func inPod(t *testing.T) []string {
 // with the pod's files (inPod) and the header Secret's values in its environment.
 func runPod(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, pod []string, sub string) string {
 	t.Helper()
-	args, env := podCommand(t, r, spec, "0")
+	args, env := podCommand(t, r, spec, "otelcol-relay-0", "0")
 	env = append(append(env, pod...), headerEnv()...)
 	out, code := e2e.Run(t, 2*time.Minute, env, append([]string{sub}, args...)...)
 	if code != 0 {

@@ -23,9 +23,9 @@ import (
 
 // podCommand turns a pod spec's container into arguments and environment that run
 // here: config files come out of the mounted ConfigMap into a temp dir, envFrom
-// ConfigMaps are read from the overlay, and the StatefulSet pod index label is
-// podIndex.
-func podCommand(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, podIndex string) ([]string, []string) {
+// ConfigMaps are read from the overlay, the pod's name (metadata.name) is pod
+// and the StatefulSet pod index label is podIndex.
+func podCommand(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, pod, podIndex string) ([]string, []string) {
 	t.Helper()
 	c := spec.Containers[0]
 	mounts := map[string]string{} // mount path -> ConfigMap name
@@ -92,9 +92,11 @@ func podCommand(t *testing.T, r manifest.Rendered, spec corev1.PodSpec, podIndex
 				v = podIndex
 			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 				v = "otelcol-relay"
+			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+				v = pod
 			case e.ValueFrom.FieldRef != nil:
 				v = "127.0.0.1"
-				if strings.HasSuffix(e.ValueFrom.FieldRef.FieldPath, "Name") || e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+				if strings.HasSuffix(e.ValueFrom.FieldRef.FieldPath, "Name") {
 					v = "node-a"
 				}
 			case strings.HasSuffix(e.Name, "_ENDPOINT"):

@@ -63,7 +63,7 @@ func validateOverlay(t *testing.T, dir string) {
 	}
 	for _, p := range pods {
 		t.Run(filepath.Base(dir)+"/"+p.name, func(t *testing.T) {
-			args, env := podCommand(t, r, p.spec, p.index)
+			args, env := podCommand(t, r, p.spec, p.name, p.index)
 			// Components check the ServiceAccount files a pod has at validate time.
 			env = append(env, e2e.InPod(t, "validate-token", testcerts.NewCA(t, "validate").CertPEM, "127.0.0.1", "6443")...)
 			if out, code := e2e.Run(t, 2*time.Minute, env, append([]string{"validate"}, args...)...); code != 0 {
