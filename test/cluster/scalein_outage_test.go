@@ -87,7 +87,12 @@ func TestScaleInBackendDown(t *testing.T) {
 // drain: otelcol-relay-2's exporter gives what it queued to otelcol-relay-0 or
 // -1 over the relays' mutual TLS, through the headless Service and the
 // NetworkPolicy, so its drain ends drained and its retained volume is empty;
-// the peers deliver every acknowledged record once the backend is back.
+// the peers deliver every acknowledged record once the backend is back. The load
+// runs for handoffFill with the backend down first, so that the hand-off moves
+// megabytes; the test logs its rate, from the hand-off's start to the pod's exit
+// (a lower bound: the exit includes the shutdown).
+const handoffFill = 20 * time.Second
+
 func TestScaleInBackendDownHandsOff(t *testing.T) {
 	install(t)
 	relayEnv(t, "RELAY_DRAIN_TIMEOUT=60s", "RELAY_HANDOFF_START_AFTER=5s", "RELAY_HANDOFF_ENABLED=true")
@@ -104,16 +109,19 @@ func TestScaleInBackendDownHandsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := startLoad(t, "handoff", 1000, 3)
-	var queued float64
 	eventually(t, "otelcol-relay-2 queues records", readyBudget, func() string {
 		v, err := selfMetric(relayPods(t)["otelcol-relay-2"].ip, "otelcol_exporter_queue_size")
 		if err != nil || v < 10 {
 			return fmt.Sprintf("queue size %v (%v)", v, err)
 		}
-		queued = v
 		return ""
 	})
+	time.Sleep(handoffFill)
 	l.setRate(t, 0)
+	queued, err := selfMetric(relayPods(t)["otelcol-relay-2"].ip, "otelcol_exporter_queue_size")
+	if err != nil {
+		t.Fatal(err)
+	}
 	taken := func() float64 {
 		var sum float64
 		for n, p := range relayPods(t) {
@@ -142,6 +150,11 @@ func TestScaleInBackendDownHandsOff(t *testing.T) {
 	handed := taken() - takenBefore
 	if handed == 0 {
 		t.Error("the peers took no record from otelcol-relay-2")
+	}
+	// RELAY_HANDOFF_START_AFTER below: the hand-off began 5 s after the deletion.
+	if window := end.exitedAt.Sub(end.deletedAt) - 5*time.Second; window > 0 {
+		t.Logf("hand-off rate, over the %s from its start to the pod's exit: %.0f records/s, %.2f MiB/s (%.0f records, %.1f MiB queued)",
+			window.Round(100*time.Millisecond), handed/window.Seconds(), queued/window.Seconds()/(1<<20), handed, queued/(1<<20))
 	}
 
 	if err := getJSON("http://"+backendIP+":8080/down?on=false", nil); err != nil {
