@@ -58,9 +58,6 @@ func newHandoff(set extension.Settings, cfg *Config) (*handoff, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Enabled {
-		cfg = cfg.withStatefulSet()
-	}
 	h := &handoff{
 		cfg:     cfg,
 		set:     set,
@@ -69,7 +66,8 @@ func newHandoff(set extension.Settings, cfg *Config) (*handoff, error) {
 		accepts: map[string]peerhandoff.Accept{},
 	}
 	if cfg.Enabled {
-		h.peers = cfg.peers()
+		h.cfg = cfg.withStatefulSet()
+		h.peers = h.cfg.peers()
 	}
 	return h, nil
 }
