@@ -102,6 +102,8 @@ func (c *Config) Validate() error {
 		}
 	} else if err := c.validateEndpoints(); err != nil {
 		errs = append(errs, err)
+	} else if len(c.peers()) == 0 {
+		errs = append(errs, fmt.Errorf("endpoints: lists no pod besides %q up to max_ordinal %d, want at least one peer", c.Pod, c.MaxOrdinal))
 	}
 	if c.Server.NetAddr.Endpoint == "" {
 		errs = append(errs, errors.New("server::endpoint: empty, want host:port"))

@@ -48,6 +48,9 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 		{"endpoints of another StatefulSet", func(c *Config) {
 			c.Client.Endpoint, c.Endpoints = "", map[string]string{"other-0": "https://127.0.0.1:4319"}
 		}, `endpoints: "other-0", want a pod name of StatefulSet "otelcol-relay"`},
+		{"endpoints of this pod alone", func(c *Config) {
+			c.Client.Endpoint, c.Endpoints = "", map[string]string{"otelcol-relay-2": "https://127.0.0.1:4319"}
+		}, `endpoints: lists no pod besides "otelcol-relay-2" up to max_ordinal 4, want at least one peer`},
 		{"endpoints in plain http", func(c *Config) {
 			c.Client.Endpoint, c.Endpoints = "", map[string]string{"otelcol-relay-0": "http://127.0.0.1:4319"}
 		}, `endpoints::otelcol-relay-0: "http://127.0.0.1:4319", want https`},
