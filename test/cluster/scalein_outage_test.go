@@ -13,6 +13,32 @@ import (
 // drainTimeout is the relays' drain timeout while a test keeps the backend down.
 const drainTimeout = "RELAY_DRAIN_TIMEOUT=30s"
 
+// outageOnThreeRelays scales the relays to three, cuts the backend at backendIP
+// off and runs numbered load run (1,000 records/s) until otelcol-relay-2, the
+// ordinal a scale-in removes, queues records. At the end of the test the backend
+// is back and the relays are two again.
+func outageOnThreeRelays(t *testing.T, backendIP, run string) *load {
+	t.Helper()
+	t.Cleanup(func() {
+		_ = getJSON("http://"+backendIP+":8080/down?on=false", nil)
+		scaleToTwo(t)
+	})
+	setHPA(t, 3, 10) // below minReplicas the HPA scales up at once
+	waitRelays(t, 3)
+	if err := getJSON("http://"+backendIP+":8080/down?on=true", nil); err != nil {
+		t.Fatal(err)
+	}
+	l := startLoad(t, run, 1000, 3)
+	eventually(t, "otelcol-relay-2 queues records", readyBudget, func() string {
+		v, err := selfMetric(relayPods(t)["otelcol-relay-2"].ip, "otelcol_exporter_queue_size")
+		if err != nil || v < 10 {
+			return fmt.Sprintf("queue size %v (%v)", v, err)
+		}
+		return ""
+	})
+	return l
+}
+
 // TestScaleInBackendDown removes a replica while the backend is unreachable for the
 // whole drain, with the hand-off to peers off (RELAY_HANDOFF_ENABLED=false, as
 // before peer_handoff, and what happens when no peer takes anything). The drain
@@ -29,24 +55,7 @@ func TestScaleInBackendDown(t *testing.T) {
 	scaleToTwo(t)
 	backendIP := podIP(t, backendNS, "app=backend")
 	prom := startPrometheus(t)
-	t.Cleanup(func() {
-		_ = getJSON("http://"+backendIP+":8080/down?on=false", nil)
-		scaleToTwo(t)
-	})
-
-	setHPA(t, 3, 10) // below minReplicas the HPA scales up at once
-	waitRelays(t, 3)
-	if err := getJSON("http://"+backendIP+":8080/down?on=true", nil); err != nil {
-		t.Fatal(err)
-	}
-	l := startLoad(t, "outage", 1000, 3)
-	eventually(t, "otelcol-relay-2 queues records", readyBudget, func() string {
-		v, err := selfMetric(relayPods(t)["otelcol-relay-2"].ip, "otelcol_exporter_queue_size")
-		if err != nil || v < 10 {
-			return fmt.Sprintf("queue size %v (%v)", v, err)
-		}
-		return ""
-	})
+	l := outageOnThreeRelays(t, backendIP, "outage")
 	l.setRate(t, 0)
 
 	end := watchEnd(t, "otelcol-relay-2")
@@ -98,24 +107,7 @@ func TestScaleInBackendDownHandsOff(t *testing.T) {
 	relayEnv(t, "RELAY_DRAIN_TIMEOUT=60s", "RELAY_HANDOFF_START_AFTER=5s", "RELAY_HANDOFF_ENABLED=true")
 	scaleToTwo(t)
 	backendIP := podIP(t, backendNS, "app=backend")
-	t.Cleanup(func() {
-		_ = getJSON("http://"+backendIP+":8080/down?on=false", nil)
-		scaleToTwo(t)
-	})
-
-	setHPA(t, 3, 10)
-	waitRelays(t, 3)
-	if err := getJSON("http://"+backendIP+":8080/down?on=true", nil); err != nil {
-		t.Fatal(err)
-	}
-	l := startLoad(t, "handoff", 1000, 3)
-	eventually(t, "otelcol-relay-2 queues records", readyBudget, func() string {
-		v, err := selfMetric(relayPods(t)["otelcol-relay-2"].ip, "otelcol_exporter_queue_size")
-		if err != nil || v < 10 {
-			return fmt.Sprintf("queue size %v (%v)", v, err)
-		}
-		return ""
-	})
+	l := outageOnThreeRelays(t, backendIP, "handoff")
 	time.Sleep(handoffFill)
 	l.setRate(t, 0)
 	queued, err := selfMetric(relayPods(t)["otelcol-relay-2"].ip, "otelcol_exporter_queue_size")
