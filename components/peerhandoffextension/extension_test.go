@@ -16,11 +16,13 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configmiddleware"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/extension/memorylimiterextension"
 	"go.opentelemetry.io/collector/pipeline"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -108,9 +110,13 @@ func startRelays(t *testing.T, p *pki, startAfter time.Duration, pods ...string)
 	return out
 }
 
+// relayOption changes a relay's config, and the extensions its host has
+// besides admission.
+type relayOption func(cfg *Config, h host)
+
 // startRelay starts relay pod with its real admission extension, serving on
 // endpoints[pod] and handing off to the others of endpoints.
-func startRelay(t *testing.T, p *pki, pod string, startAfter time.Duration, endpoints map[string]string) *relay {
+func startRelay(t *testing.T, p *pki, pod string, startAfter time.Duration, endpoints map[string]string, opts ...relayOption) *relay {
 	t.Helper()
 	r := &relay{pod: pod, tel: componenttest.NewTelemetry()}
 	t.Cleanup(func() { _ = r.tel.Shutdown(context.Background()) })
@@ -131,6 +137,10 @@ func startRelay(t *testing.T, p *pki, pod string, startAfter time.Duration, endp
 	cfg.Client.TLS = configtls.ClientConfig{Config: configtls.Config{
 		CAFile: filepath.Join(p.dir, "ca.crt"), CertFile: filepath.Join(p.dir, "tls.crt"), KeyFile: filepath.Join(p.dir, "tls.key"),
 	}}
+	extensions := host{admissionID: r.admission}
+	for _, o := range opts {
+		o(cfg, extensions)
+	}
 	if err = cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +153,7 @@ func startRelay(t *testing.T, p *pki, pod string, startAfter time.Duration, endp
 	if err := r.admission.Start(context.Background(), host{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.h.Start(context.Background(), host{admissionID: r.admission}); err != nil {
+	if err := r.h.Start(context.Background(), extensions); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -241,6 +251,62 @@ func TestHandsOffToTheFirstPeerThatStores(t *testing.T) {
 		if got := count(t, c.r.tel, c.name, c.attrs); got != c.want {
 			t.Errorf("%s: %s%v = %d, want %d", c.r.pod, c.name, c.attrs, got, c.want)
 		}
+	}
+}
+
+// A peer past memory_limiter's limits (the extension, which the gateway's
+// config puts in front of the server as a middleware) answers 429 without
+// reading the item, and the next peer stores it.
+func TestAPeerPastItsMemoryLimitRefusesAndTheNextStores(t *testing.T) {
+	mlID := component.MustNewID("memory_limiter")
+	mf := memorylimiterextension.NewFactory()
+	mcfg := mf.CreateDefaultConfig().(*memorylimiterextension.Config)
+	// Far below this test's own heap: the limiter refuses from its first check.
+	mcfg.CheckInterval, mcfg.MemoryLimitMiB, mcfg.MemorySpikeLimitMiB = 50*time.Millisecond, 2, 1
+	ml, err := mf.Create(context.Background(), extension.Settings{ID: mlID, TelemetrySettings: componenttest.NewNopTelemetrySettings(), BuildInfo: component.NewDefaultBuildInfo()}, mcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err = ml.Start(context.Background(), host{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ml.Shutdown(context.Background()) })
+	for deadline := time.Now().Add(10 * time.Second); !ml.(interface{ MustRefuse() bool }).MustRefuse(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("memory_limiter at 2 MiB did not refuse within 10s")
+		}
+	}
+
+	p := newPKI(t)
+	endpoints := freeEndpoints(t, "relay-0", "relay-1", "relay-2")
+	withLimiter := func(cfg *Config, h host) {
+		cfg.Server.Middlewares = []configmiddleware.Config{{ID: mlID}}
+		h[mlID] = ml
+	}
+	relays := map[string]*relay{
+		"relay-0": startRelay(t, p, "relay-0", 0, endpoints, withLimiter),
+		"relay-1": startRelay(t, p, "relay-1", 0, endpoints),
+		"relay-2": startRelay(t, p, "relay-2", 0, endpoints),
+	}
+	at0, at1 := &taken{}, &taken{}
+	relays["relay-0"].h.Register(wireDefault, pipeline.SignalLogs, at0.accept)
+	relays["relay-1"].h.Register(wireDefault, pipeline.SignalLogs, at1.accept)
+	leaving := relays["relay-2"]
+	leaving.drain(t)
+	if err = leaving.h.Send(context.Background(), wireDefault, pipeline.SignalLogs, []byte("item"), 7); err != nil {
+		t.Fatalf("Send with relay-1 able to store: %v", err)
+	}
+	if len(at0.got()) != 0 || len(at1.got()) != 1 {
+		t.Errorf("relay-0 (past its memory limit) took %d items, relay-1 %d; want 0 and 1", len(at0.got()), len(at1.got()))
+	}
+	if got := count(t, leaving.tel, "otelcol_peer_handoff_failed_attempts", map[string]string{"peer": "relay-0"}); got != 1 {
+		t.Errorf("failed attempts at relay-0: %d, want 1", got)
+	}
+	// With no other peer the 429 is in the error that keeps the item.
+	relays["relay-1"].drain(t)
+	err = leaving.h.Send(context.Background(), wireDefault, pipeline.SignalLogs, []byte("item"), 7)
+	if err == nil || !strings.Contains(err.Error(), "relay-0: 429 Too Many Requests") {
+		t.Errorf("Send with relay-0 past its memory limit and relay-1 draining: %v, want relay-0's 429 named", err)
 	}
 }
 
