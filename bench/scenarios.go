@@ -14,10 +14,11 @@ import (
 )
 
 var (
-	scenarioList = flag.String("scenario-list", "overload,outage,kill9,sigterm,soak", "with -scenarios: which reliability scenarios to run, comma separated (-runs 0 -scenario-list soak runs the churn soak alone)")
+	scenarioList = flag.String("scenario-list", "overload,outage,kill9,sigterm,soak,scalein", "with -scenarios: which reliability scenarios to run, comma separated (-runs 0 -scenario-list soak runs the churn soak alone)")
 	soakDur      = flag.Duration("soak", 4*time.Minute, "churn soak: about this long, in cycles of -soak-down + -soak-up (at least 3)")
 	soakRate     = flag.Float64("soak-rate", 5000, "churn soak: steady load throughout, records/s")
 	soakDown     = flag.Duration("soak-down", 20*time.Second, "churn soak: backend outage per cycle")
+	scaleInRecs  = flag.Int("scalein-records", 450000, "scale-in during an outage: records queued over three relays with the backend down, a third each (150,000 is about 164 MiB: the two peers' default 512 MiB queues have room for the leaving relay's)")
 	soakUp       = flag.Duration("soak-up", 30*time.Second, "churn soak: least time the backend is up per cycle (longer until the backlog has arrived)")
 )
 
@@ -95,5 +96,22 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 	run(&scenarioRun{key: "soak", Name: "churn soak", Variant: "gateway"}, int64(soak.Records()), func(t *runTB, r *scenario.Rig, res *scenario.Result) {
 		scenario.RunChurnSoak(t, r, soak, res)
 	})
+
+	// Three relays of its own (peers), not a variant's rig: the shipped
+	// hand-off settings, and an outage long enough that the exporters'
+	// retries wait their longest (retry_on_failure::max_interval).
+	if wantScenario("scalein") {
+		sc := &scenarioRun{key: "scalein", Name: "scale-in during an outage, hand-off to a peer", Variant: "gateway"}
+		log.Printf("scenario %s (%s)", sc.Name, sc.Variant)
+		scaleIn := scenario.ScaleIn{
+			Records: *scaleInRecs, Workers: 8, Outage: 45 * time.Second,
+			StartAfter: 30 * time.Second, DrainTimeout: 100 * time.Second,
+			Settle: 10 * time.Minute, Deliver: 10 * time.Minute, MaxSeq: int64(*scaleInRecs),
+		}
+		if err := measure(sc.Name, func(t *runTB) { scenario.RunScaleInHandoff(t, scaleIn, &sc.Result) }); err != nil {
+			sc.Err = err.Error()
+		}
+		out = append(out, sc)
+	}
 	return out
 }

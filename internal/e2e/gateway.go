@@ -100,6 +100,9 @@ type Gateway struct {
 	// DrainAddr serves the admission extension's GET /drain and /ready.
 	DrainAddr string
 	QueueDir  string
+	// HandoffAddr is peer_handoff's server, once Peers made the gateway a
+	// peer; empty otherwise.
+	HandoffAddr string
 }
 
 // NewGateway prepares the environment and arguments for config/gateway.yaml (the

@@ -52,3 +52,24 @@ func TestOverloadInMemoryCgroup(t *testing.T) {
 		Duration: 20 * time.Second, Settle: 3 * time.Minute, Deliver: 3 * time.Minute,
 	}, &scenario.Result{})
 }
+
+// Scale-in during an outage: three peer relays queue 60,000 records with the
+// backend down; otelcol-relay-2's drain hands its queue to the others 2 s in
+// (start_after), and everything arrives once the backend returns.
+func TestScaleInDuringOutageHandsOff(t *testing.T) {
+	scenario.RunScaleInHandoff(t, scenario.ScaleIn{
+		Records: 60000, Workers: 4, StartAfter: 2 * time.Second, DrainTimeout: 60 * time.Second,
+		Settle: 2 * time.Minute, Deliver: 3 * time.Minute,
+	}, &scenario.Result{})
+}
+
+// Scale-in during an outage with the peers' queues nearly full (16 MiB each,
+// 10.9 MiB queued): they take what fits (2,000-record requests) and refuse the rest, which stays on
+// otelcol-relay-2's volume and arrives once that ordinal runs again.
+func TestScaleInDuringOutagePeersFull(t *testing.T) {
+	scenario.RunScaleInHandoff(t, scenario.ScaleIn{
+		Records: 30000, Workers: 4, StartAfter: 2 * time.Second, DrainTimeout: 15 * time.Second,
+		Settle: 2 * time.Minute, Deliver: 3 * time.Minute,
+		PeersFull: true, Env: []string{"OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=16777216"},
+	}, &scenario.Result{})
+}
