@@ -135,6 +135,9 @@ func (a *admission) DrainingSince() (time.Time, bool) {
 	return time.Unix(0, a.drainingSince.Load()), true
 }
 
+// DrainTimeout is drain::timeout: how long GET /drain waits for the queues.
+func (a *admission) DrainTimeout() time.Duration { return a.cfg.Drain.Timeout }
+
 // startDraining turns intake off; shutdown says no resume may turn it on again.
 func (a *admission) startDraining(why string, shutdown bool) {
 	a.guard.mu.Lock()

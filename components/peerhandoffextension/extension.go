@@ -88,6 +88,11 @@ func (h *handoff) Start(ctx context.Context, host component.Host) error {
 	if h.drainer, ok = ext.(peerhandoff.Drainer); !ok {
 		return fmt.Errorf("peer_handoff admission: extension %q is a %s, which does not drain: want an admission extension", h.cfg.Admission, h.cfg.Admission.Type())
 	}
+	if timeout := h.drainer.DrainTimeout(); h.cfg.StartAfter >= timeout {
+		// Not an error: the data stays on the volume, as with the hand-off off.
+		h.set.Logger.Warn("start_after is not below the admission extension's drain::timeout: a drain gives up before it hands anything to a peer, and what it cannot deliver stays on this relay's volume",
+			zap.Duration("start_after", h.cfg.StartAfter), zap.Duration("drain_timeout", timeout))
+	}
 	client, err := h.cfg.Client.ToClient(ctx, host.GetExtensions(), h.set.TelemetrySettings)
 	if err != nil {
 		return fmt.Errorf("peer_handoff client: %w", err)

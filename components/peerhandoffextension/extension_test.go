@@ -26,6 +26,8 @@ import (
 	"go.opentelemetry.io/collector/pipeline"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-relay/otelcol-relay/components/admissionextension"
 	"github.com/otelcol-relay/otelcol-relay/components/internal/peerhandoff"
@@ -110,9 +112,9 @@ func startRelays(t *testing.T, p *pki, startAfter time.Duration, pods ...string)
 	return out
 }
 
-// relayOption changes a relay's config, and the extensions its host has
-// besides admission.
-type relayOption func(cfg *Config, h host)
+// relayOption changes a relay's config, the extensions its host has besides
+// admission, or its settings.
+type relayOption func(cfg *Config, h host, set *extension.Settings)
 
 // startRelay starts relay pod with its real admission extension, serving on
 // endpoints[pod] and handing off to the others of endpoints.
@@ -138,14 +140,14 @@ func startRelay(t *testing.T, p *pki, pod string, startAfter time.Duration, endp
 		CAFile: filepath.Join(p.dir, "ca.crt"), CertFile: filepath.Join(p.dir, "tls.crt"), KeyFile: filepath.Join(p.dir, "tls.key"),
 	}}
 	extensions := host{admissionID: r.admission}
+	set := extensiontest.NewNopSettings(component.MustNewType("peer_handoff"))
+	set.TelemetrySettings = r.tel.NewTelemetrySettings()
 	for _, o := range opts {
-		o(cfg, extensions)
+		o(cfg, extensions, &set)
 	}
 	if err = cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	set := extensiontest.NewNopSettings(component.MustNewType("peer_handoff"))
-	set.TelemetrySettings = r.tel.NewTelemetrySettings()
 	r.h, err = newHandoff(set, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +281,7 @@ func TestAPeerPastItsMemoryLimitRefusesAndTheNextStores(t *testing.T) {
 
 	p := newPKI(t)
 	endpoints := freeEndpoints(t, "relay-0", "relay-1", "relay-2")
-	withLimiter := func(cfg *Config, h host) {
+	withLimiter := func(cfg *Config, h host, _ *extension.Settings) {
 		cfg.Server.Middlewares = []configmiddleware.Config{{ID: mlID}}
 		h[mlID] = ml
 	}
@@ -307,6 +309,31 @@ func TestAPeerPastItsMemoryLimitRefusesAndTheNextStores(t *testing.T) {
 	err = leaving.h.Send(context.Background(), wireDefault, pipeline.SignalLogs, []byte("item"), 7)
 	if err == nil || !strings.Contains(err.Error(), "relay-0: 429 Too Many Requests") {
 		t.Errorf("Send with relay-0 past its memory limit and relay-1 draining: %v, want relay-0's 429 named", err)
+	}
+}
+
+// A start_after the drain never reaches is a config that never hands off:
+// Start says so, naming both durations.
+func TestStartWarnsOfAStartAfterPastTheDrainTimeout(t *testing.T) {
+	for _, c := range []struct {
+		startAfter time.Duration
+		warns      bool
+	}{{99 * time.Second, false}, {100 * time.Second, true}, {5 * time.Minute, true}} {
+		core, logs := observer.New(zap.WarnLevel)
+		observe := func(_ *Config, _ host, set *extension.Settings) { set.Logger = zap.New(core) }
+		endpoints := freeEndpoints(t, "relay-0", "relay-1")
+		startRelay(t, newPKI(t), "relay-1", c.startAfter, endpoints, observe) // admission's default drain::timeout: 100s
+		warned := logs.FilterMessageSnippet("not below the admission extension's drain::timeout").All()
+		if got := len(warned) == 1; got != c.warns {
+			t.Errorf("start_after %s with drain::timeout 100s: warned %v, want %v (%v)", c.startAfter, got, c.warns, logs.All())
+			continue
+		}
+		if c.warns {
+			f := warned[0].ContextMap()
+			if fmt.Sprint(f["start_after"]) != c.startAfter.String() || fmt.Sprint(f["drain_timeout"]) != "1m40s" {
+				t.Errorf("the warning's fields: %v, want start_after %s and drain_timeout 1m40s", f, c.startAfter)
+			}
+		}
 	}
 }
 

@@ -38,7 +38,9 @@ type Handoff interface {
 }
 
 // Drainer is implemented by the admission extension: when this relay began
-// refusing new export requests, and false while it takes them.
+// refusing new export requests, and false while it takes them; and how long a
+// drain waits for the queues before it gives up.
 type Drainer interface {
 	DrainingSince() (time.Time, bool)
+	DrainTimeout() time.Duration
 }
