@@ -163,6 +163,7 @@ func RunScaleInHandoff(t tb.T, o ScaleIn, res *Result) {
 	}
 	time.Sleep(o.Outage)
 	takenBefore := f.metric(0, "otelcol_peer_handoff_taken_items") + f.metric(1, "otelcol_peer_handoff_taken_items")
+	peersQueued := e2e.LogQueueBytes(f.gws[0].MetricsAddr) + e2e.LogQueueBytes(f.gws[1].MetricsAddr)
 
 	// The scale-in: the kubelet's preStop hook.
 	type answer struct {
@@ -209,6 +210,11 @@ func RunScaleInHandoff(t tb.T, o ScaleIn, res *Result) {
 		t.Errorf("otelcol-relay-2 with the backend down and two peers with room: /drain %d %q, %.0f of %.0f records handed off, %d requests (%d bytes) left on its volume; want 200 (drained), all, none", ans.code, ans.body, sent, accepted, left.Requests, left.Bytes)
 	case o.PeersFull && (ans.code != http.StatusInternalServerError || left.Requests == 0 || failed == 0):
 		t.Errorf("otelcol-relay-2 with the backend down and its peers' queues too small for its own: /drain %d %q, %.0f refused attempts, %d requests left on its volume; want 500 naming the leftover, refusals, and the rest kept", ans.code, ans.body, failed, left.Requests)
+	}
+	// The stayers hold it, in their own queues, until the backend is back.
+	grown := e2e.LogQueueBytes(f.gws[0].MetricsAddr) + e2e.LogQueueBytes(f.gws[1].MetricsAddr) - peersQueued
+	if want := 0.9 * queued * sent / accepted; grown < want {
+		t.Errorf("the peers' queues grew by %.0f bytes, want at least %.0f: what otelcol-relay-2 handed off is not in them", grown, want)
 	}
 	if taken != sent {
 		t.Errorf("otelcol-relay-2 handed off %.0f records and its peers took %.0f: want the same (an item is deleted once a peer stored it)", sent, taken)

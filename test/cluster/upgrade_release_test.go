@@ -155,23 +155,12 @@ func TestUpgradeBetweenReleases(t *testing.T) {
 
 	// The backend goes down; what the relays acknowledge from here waits in their
 	// queues, and the load stops so that the upgrade finds them holding it.
-	if err = getJSON("http://"+backendIP+":8080/down?on=true", nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = getJSON("http://"+backendIP+":8080/down?on=false", nil) })
-	// The queues count bytes (sizer: bytes); 1 MiB is about a thousand records.
-	eventually(t, "both relays queue 1 MiB", readyBudget, func() string {
-		for n, p := range relayPods(t) {
-			if v, merr := selfMetric(p.ip, "otelcol_exporter_queue_size"); merr != nil || v < 1<<20 {
-				return fmt.Sprintf("%s: %v bytes queued (%v)", n, v, merr)
-			}
-		}
-		return ""
-	})
-	l.setRate(t, 0)
-	time.Sleep(3 * time.Second) // the last chunks handed out are acknowledged
+	queueWhileBackendDown(t, backendIP, l)
 
-	// Each old relay's drain reaches its timeout with the backend down.
+	// Each old relay's drain reaches its timeout with the backend down: 30 s
+	// (drainTimeout), which is also the hand-off's default start_after, so no
+	// hand-off starts and each keeps its queue on its volume for its successor
+	// (TestRollingUpdateBackendDownHandsOff rolls with the hand-off).
 	after := rollout(t, first.tag+" to "+second.tag+", backend down", drainGaveUpLog, func() {
 		if out, err = verifyThenApply(second, pushed+"@"+second.digest); err != nil {
 			t.Fatalf("the install steps for %s: %v\n%s", second.ref(), err, out)
