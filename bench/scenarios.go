@@ -4,6 +4,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"log"
 	"slices"
 	"strings"
@@ -18,7 +19,8 @@ var (
 	soakDur      = flag.Duration("soak", 4*time.Minute, "churn soak: about this long, in cycles of -soak-down + -soak-up (at least 3)")
 	soakRate     = flag.Float64("soak-rate", 5000, "churn soak: steady load throughout, records/s")
 	soakDown     = flag.Duration("soak-down", 20*time.Second, "churn soak: backend outage per cycle")
-	scaleInRecs  = flag.Int("scalein-records", 450000, "scale-in during an outage: records queued over three relays with the backend down, a third each (150,000 is about 164 MiB: the two peers' default 512 MiB queues have room for the leaving relay's)")
+	scaleInRecs  = flag.Int("scalein-records", 1200000, "scale-in during an outage: records queued over three relays with the backend down, a third each (400,000 is about 440 MiB, near a full default queue)")
+	scaleInQueue = flag.Int64("scalein-queue-bytes", 2<<30, "scale-in during an outage: each relay's logs queue bound (OTEL_EXPORTER_DEFAULT_QUEUE_BYTES), so that the two peers have room for the leaving relay's queue on top of their own")
 	soakUp       = flag.Duration("soak-up", 30*time.Second, "churn soak: least time the backend is up per cycle (longer until the backlog has arrived)")
 )
 
@@ -107,6 +109,7 @@ func runScenarios(satRate float64, satChunks []e2e.Chunk) []*scenarioRun {
 			Records: *scaleInRecs, Workers: 8, Outage: 45 * time.Second,
 			StartAfter: 30 * time.Second, DrainTimeout: 100 * time.Second,
 			Settle: 10 * time.Minute, Deliver: 10 * time.Minute, MaxSeq: int64(*scaleInRecs),
+			Env: []string{fmt.Sprintf("OTEL_EXPORTER_DEFAULT_QUEUE_BYTES=%d", *scaleInQueue)},
 		}
 		if err := measure(sc.Name, func(t *runTB) { scenario.RunScaleInHandoff(t, scaleIn, &sc.Result) }); err != nil {
 			sc.Err = err.Error()
