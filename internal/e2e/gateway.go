@@ -6,8 +6,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/tb"
 	"github.com/otelcol-relay/otelcol-relay/internal/testcerts"
@@ -174,4 +178,25 @@ current-context: none
 		t.Fatal(err)
 	}
 	return g
+}
+
+// Start runs the gateway and waits until it is ready and its /ready answers
+// 200, as a pod becomes an endpoint of its Service.
+func (g *Gateway) Start(t tb.T) *Collector {
+	t.Helper()
+	c := Start(t, "", Options{Env: g.Env, Args: g.Args, ReadyTimeout: 90 * time.Second})
+	WaitHTTP(t, "http://"+g.DrainAddr+"/ready", http.StatusOK, 30*time.Second)
+	return c
+}
+
+// Drain is the kubelet's preStop GET /drain: the status and body it answered.
+func (g *Gateway) Drain(timeout time.Duration) (int, string, error) {
+	c := &http.Client{Timeout: timeout}
+	resp, err := c.Get("http://" + g.DrainAddr + "/drain")
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b)), nil
 }

@@ -4,9 +4,7 @@ package scenario
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
@@ -69,28 +67,16 @@ func newPeerFleet(t tb.T, n int, maxSeq int64, env ...string) *fleet {
 	return f
 }
 
-func (f *fleet) start(t tb.T, i int) {
-	t.Helper()
-	g := f.gws[i]
-	f.cols[i] = e2e.Start(t, "", e2e.Options{Env: g.Env, Args: g.Args, ReadyTimeout: 90 * time.Second})
-	e2e.WaitHTTP(t, "http://"+g.DrainAddr+"/ready", http.StatusOK, 30*time.Second)
-}
-
 func (f *fleet) metric(i int, name string) float64 {
 	return max(0, e2e.MetricSum(f.gws[i].MetricsAddr, name))
 }
 
-// drain is the kubelet's preStop GET /drain on relay i: its status and body.
-func (f *fleet) drain(i int, timeout time.Duration) (int, string, error) {
-	c := &http.Client{Timeout: timeout}
-	resp, err := c.Get("http://" + f.gws[i].DrainAddr + "/drain")
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(b)), nil
-}
+// peers sums read over the relays that stay, otelcol-relay-0 and -1.
+func (f *fleet) peers(read func(i int) float64) float64 { return read(0) + read(1) }
+
+func (f *fleet) taken(i int) float64 { return f.metric(i, "otelcol_peer_handoff_taken_items") }
+
+func (f *fleet) queued(i int) float64 { return e2e.LogQueueBytes(f.gws[i].MetricsAddr) }
 
 // stop is the kubelet's SIGTERM after the hook, and what the relay left in
 // its queue directory.
@@ -109,7 +95,7 @@ func (f *fleet) stop(t tb.T, i int) e2e.QueueContents {
 // drainAndStop drains relay i with the backend up and stops it.
 func (f *fleet) drainAndStop(t tb.T, i int) e2e.QueueContents {
 	t.Helper()
-	if code, body, err := f.drain(i, 3*time.Minute); err != nil || code != http.StatusOK {
+	if code, body, err := f.gws[i].Drain(3 * time.Minute); err != nil || code != http.StatusOK {
 		t.Errorf("otelcol-relay-%d did not drain with the backend up: %d %q, %v", i, code, body, err)
 	}
 	return f.stop(t, i)
@@ -130,8 +116,8 @@ func RunScaleInHandoff(t tb.T, o ScaleIn, res *Result) {
 		"RELAY_HANDOFF_START_AFTER=" + o.StartAfter.String(),
 	}, o.Env...)...)
 	f.sink.Refuse(true)
-	for i := range f.gws {
-		f.start(t, i)
+	for i, g := range f.gws {
+		f.cols[i] = g.Start(t)
 	}
 
 	// Each relay gets a third, as fluent-bit instances spread over the
@@ -156,63 +142,39 @@ func RunScaleInHandoff(t tb.T, o ScaleIn, res *Result) {
 	if got := f.sink.LogRecordCount(); got != 0 {
 		t.Fatalf("the backend refused everything, yet %d records arrived", got)
 	}
-	queued := e2e.LogQueueBytes(f.gws[2].MetricsAddr)
+	queued := f.queued(2)
 	accepted := f.metric(2, "otelcol_receiver_accepted_log_records")
 	if queued <= 0 || accepted == 0 {
 		t.Fatalf("otelcol-relay-2 queued %.0f bytes of %.0f records: the scenario needs a queue to hand off", queued, accepted)
 	}
 	time.Sleep(o.Outage)
-	takenBefore := f.metric(0, "otelcol_peer_handoff_taken_items") + f.metric(1, "otelcol_peer_handoff_taken_items")
-	peersQueued := e2e.LogQueueBytes(f.gws[0].MetricsAddr) + e2e.LogQueueBytes(f.gws[1].MetricsAddr)
+	takenBefore, peersQueued := f.peers(f.taken), f.peers(f.queued)
 
-	// The scale-in: the kubelet's preStop hook.
-	type answer struct {
-		code int
-		body string
-		err  error
-	}
-	done := make(chan answer, 1)
+	// The scale-in: the kubelet's preStop hook. Meanwhile, when the peers
+	// first stored a request, how many records a second after that (the rate
+	// the hand-off runs at), and when the last.
+	watch := e2e.WatchCounter(func() (float64, bool) {
+		v := e2e.MetricSum(f.gws[2].MetricsAddr, "otelcol_peer_handoff_sent_items")
+		return v, v >= 0
+	}, 100*time.Millisecond)
 	drainStart := time.Now()
-	go func() {
-		code, body, err := f.drain(2, o.DrainTimeout+time.Minute)
-		done <- answer{code, body, err}
-	}()
-	// When the peers first stored a request, how many records in the first
-	// second after that (the rate the hand-off runs at), and when the last.
-	var first, last time.Time
-	var ans answer
-	var sent, firstSecond float64
-	for waiting := true; waiting; {
-		select {
-		case ans = <-done:
-			waiting = false
-		case <-time.After(100 * time.Millisecond):
-			if n := f.metric(2, "otelcol_peer_handoff_sent_items"); n > sent {
-				if first.IsZero() {
-					first = time.Now()
-				}
-				sent, last = n, time.Now()
-				if time.Since(first) <= time.Second {
-					firstSecond = n
-				}
-			}
-		}
-	}
+	code, body, err := f.gws[2].Drain(o.DrainTimeout + time.Minute)
 	end := time.Now()
-	sent = f.metric(2, "otelcol_peer_handoff_sent_items")
+	rise := watch.Stop()
+	sent := f.metric(2, "otelcol_peer_handoff_sent_items")
 	failed := f.metric(2, "otelcol_peer_handoff_failed_attempts")
 	left := f.stop(t, 2)
-	taken := f.metric(0, "otelcol_peer_handoff_taken_items") + f.metric(1, "otelcol_peer_handoff_taken_items") - takenBefore
+	taken := f.peers(f.taken) - takenBefore
 	switch {
-	case ans.err != nil:
-		t.Errorf("otelcol-relay-2 GET /drain: %v", ans.err)
-	case !o.PeersFull && (ans.code != http.StatusOK || left.Requests != 0 || sent < accepted):
-		t.Errorf("otelcol-relay-2 with the backend down and two peers with room: /drain %d %q, %.0f of %.0f records handed off, %d requests (%d bytes) left on its volume; want 200 (drained), all, none", ans.code, ans.body, sent, accepted, left.Requests, left.Bytes)
-	case o.PeersFull && (ans.code != http.StatusInternalServerError || left.Requests == 0 || failed == 0):
-		t.Errorf("otelcol-relay-2 with the backend down and its peers' queues too small for its own: /drain %d %q, %.0f refused attempts, %d requests left on its volume; want 500 naming the leftover, refusals, and the rest kept", ans.code, ans.body, failed, left.Requests)
+	case err != nil:
+		t.Errorf("otelcol-relay-2 GET /drain: %v", err)
+	case !o.PeersFull && (code != http.StatusOK || left.Requests != 0 || sent < accepted):
+		t.Errorf("otelcol-relay-2 with the backend down and two peers with room: /drain %d %q, %.0f of %.0f records handed off, %d requests (%d bytes) left on its volume; want 200 (drained), all, none", code, body, sent, accepted, left.Requests, left.Bytes)
+	case o.PeersFull && (code != http.StatusInternalServerError || left.Requests == 0 || failed == 0):
+		t.Errorf("otelcol-relay-2 with the backend down and its peers' queues too small for its own: /drain %d %q, %.0f refused attempts, %d requests left on its volume; want 500 naming the leftover, refusals, and the rest kept", code, body, failed, left.Requests)
 	}
 	// The stayers hold it, in their own queues, until the backend is back.
-	grown := e2e.LogQueueBytes(f.gws[0].MetricsAddr) + e2e.LogQueueBytes(f.gws[1].MetricsAddr) - peersQueued
+	grown := f.peers(f.queued) - peersQueued
 	if want := 0.9 * queued * sent / accepted; grown < want {
 		t.Errorf("the peers' queues grew by %.0f bytes, want at least %.0f: what otelcol-relay-2 handed off is not in them", grown, want)
 	}
@@ -221,12 +183,12 @@ func RunScaleInHandoff(t tb.T, o ScaleIn, res *Result) {
 	}
 	res.note(t, "backend down: %d records acknowledged by three relays, otelcol-relay-2 queued %.0f records (%.1f MiB); after %s more of the outage its drain ended %s after GET /drain (start_after %s), the peers took %.0f records, %d requests (%.1f MiB) left on its volume",
 		res.Acked, accepted, queued/(1<<20), o.Outage, end.Sub(drainStart).Round(100*time.Millisecond), o.StartAfter, taken, left.Requests, float64(left.Bytes)/(1<<20))
-	if !first.IsZero() {
+	if !rise.First.IsZero() {
 		// The queue's bytes are uncompressed OTLP, about the same per record.
-		mib, window := queued/(1<<20)*sent/accepted, last.Sub(first)
 		perRecord := queued / (1 << 20) / accepted
+		mib, window := sent*perRecord, rise.Last.Sub(rise.First)
 		res.note(t, "hand-off: first request stored %s after GET /drain; %.0f records (%.1f MiB) in the second after it; all %.0f records (%.1f MiB) in %s from the first to the last (%.0f records/s, %.1f MiB/s): the last waited for their exporter's next retry; %.0f attempts refused or failed",
-			first.Sub(drainStart).Round(100*time.Millisecond), firstSecond, firstSecond*perRecord,
+			rise.First.Sub(drainStart).Round(100*time.Millisecond), rise.InFirstSecond, rise.InFirstSecond*perRecord,
 			sent, mib, window.Round(100*time.Millisecond), sent/max(window.Seconds(), 0.1), mib/max(window.Seconds(), 0.1), failed)
 	}
 	if o.PeersFull {
@@ -241,7 +203,7 @@ func RunScaleInHandoff(t tb.T, o ScaleIn, res *Result) {
 	recovered := time.Now()
 	f.sink.Refuse(false)
 	if o.PeersFull {
-		f.start(t, 2) // the ordinal runs again on its volume
+		f.cols[2] = f.gws[2].Start(t) // the ordinal runs again on its volume
 	}
 	rep := ExpectDelivered(t, f.sink, acked, o.Deliver)
 	res.delivered(rep)

@@ -250,6 +250,13 @@ func (e *podEnd) wait() {
 	e.cancel()
 }
 
+// logged says whether the pod's log holds s.
+func (e *podEnd) logged(s string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Contains(e.log.String(), s)
+}
+
 // drainedLog and drainGaveUpLog are the admission extension's lines for a drain
 // that emptied the queues and for one that reached its timeout.
 const (

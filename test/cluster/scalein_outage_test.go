@@ -6,9 +6,10 @@ package cluster
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelcol-relay/otelcol-relay/internal/e2e"
 )
 
 // drainTimeout is the relays' drain timeout while a test keeps the backend down.
@@ -84,10 +85,7 @@ func TestScaleInBackendDown(t *testing.T) {
 		t.Logf("%s queued %.0f bytes; left on the retained volume queue-%s: %d queue items %v", n, queued[n], n, left, per)
 		if queued[n] > 0 {
 			ends[n].check(t, n, drainGaveUpLog)
-			ends[n].mu.Lock()
-			asked := strings.Contains(ends[n].log.String(), "this relay is draining")
-			ends[n].mu.Unlock()
-			if !asked {
+			if !ends[n].logged("this relay is draining") {
 				t.Errorf("%s: no peer's refusal (\"this relay is draining\") in its log: it never tried to hand off", n)
 			}
 		} else {
@@ -178,31 +176,11 @@ func TestScaleInBackendDownHandsOff(t *testing.T) {
 	// The transfer itself, from the first record a peer stored to the last, as
 	// otelcol-relay-2 counts them while it drains (its pod IP answers until it exits).
 	ip := relayPods(t)["otelcol-relay-2"].ip
-	type sample struct {
-		first, last time.Time
-		firstSecond float64 // records stored within a second of the first
-	}
-	transfer := make(chan sample, 1)
-	go func() {
-		var first, last time.Time
-		var sent, firstSecond float64
-		for deadline := time.Now().Add(relayGrace); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			v, err := selfMetric(ip, "otelcol_peer_handoff_sent_items")
-			if err != nil && !first.IsZero() {
-				break // gone
-			}
-			if v > sent {
-				if first.IsZero() {
-					first = time.Now()
-				}
-				sent, last = v, time.Now()
-				if last.Sub(first) <= time.Second {
-					firstSecond = v
-				}
-			}
-		}
-		transfer <- sample{first, last, firstSecond}
-	}()
+	watch := e2e.WatchCounter(func() (float64, bool) {
+		v, err := selfMetric(ip, "otelcol_peer_handoff_sent_items")
+		return v, err == nil
+	}, 200*time.Millisecond)
+	t.Cleanup(func() { watch.Stop() })
 	start := time.Now()
 	setHPA(t, 2, 2)
 	waitRelays(t, 2)
@@ -221,12 +199,12 @@ func TestScaleInBackendDownHandsOff(t *testing.T) {
 		t.Logf("hand-off, from its start to the pod's exit (the retries' next attempts and the shutdown included): %s, %.0f records/s, %.2f MiB/s (%.0f records, %.1f MiB queued)",
 			window.Round(100*time.Millisecond), handed/window.Seconds(), queued/window.Seconds()/(1<<20), handed, queued/(1<<20))
 	}
-	if ft := <-transfer; !ft.first.IsZero() {
+	if rise := watch.Stop(); !rise.First.IsZero() {
 		// Sampled every 200 ms: a transfer shorter than that reads as 200 ms.
-		w := max(ft.last.Sub(ft.first), 200*time.Millisecond)
+		w := max(rise.Last.Sub(rise.First), 200*time.Millisecond)
 		perRecord := queued / (1 << 20) / max(handed, 1)
 		t.Logf("hand-off transfer, pod to pod over mutual TLS: %.0f records (%.1f MiB) within a second of the first stored; all in %s from the first to the last (%.0f records/s, %.1f MiB/s), the last at their exporter's next retry",
-			ft.firstSecond, ft.firstSecond*perRecord, w.Round(100*time.Millisecond), handed/w.Seconds(), queued/w.Seconds()/(1<<20))
+			rise.InFirstSecond, rise.InFirstSecond*perRecord, w.Round(100*time.Millisecond), handed/w.Seconds(), queued/w.Seconds()/(1<<20))
 	}
 
 	if err := getJSON("http://"+backendIP+":8080/down?on=false", nil); err != nil {

@@ -7,7 +7,6 @@ package reliability_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -46,9 +45,7 @@ func newFleet(t *testing.T, n int, env ...string) *fleet {
 // start runs relay i (again, on the same queue directory when it ran before).
 func (f *fleet) start(t *testing.T, i int) {
 	t.Helper()
-	g := f.gws[i]
-	f.cols[i] = e2e.Start(t, "", e2e.Options{Env: g.Env, Args: g.Args, ReadyTimeout: 90 * time.Second})
-	e2e.WaitHTTP(t, "http://"+g.DrainAddr+"/ready", http.StatusOK, 30*time.Second)
+	f.cols[i] = f.gws[i].Start(t)
 }
 
 // route makes relays the Service's endpoints.
@@ -79,15 +76,8 @@ type drainAnswer struct {
 func (f *fleet) drain(i int) <-chan drainAnswer {
 	ch := make(chan drainAnswer, 1)
 	go func() {
-		c := &http.Client{Timeout: 3 * time.Minute}
-		resp, err := c.Get("http://" + f.gws[i].DrainAddr + "/drain")
-		if err != nil {
-			ch <- drainAnswer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		ch <- drainAnswer{code: resp.StatusCode, body: strings.TrimSpace(string(b))}
+		code, body, err := f.gws[i].Drain(3 * time.Minute)
+		ch <- drainAnswer{code: code, body: body, err: err}
 	}()
 	return ch
 }
